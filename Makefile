@@ -1,0 +1,33 @@
+# Set-up and the two everyday commands. Each target creates or reuses .venv and installs torch==2.13.0
+# before anything else: an unpinned torch would pull several GB of CUDA packages.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: main test test-all setup benchmark
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# The main job on the embedded IPL archive: ingest it (fetched once) and check it against the official results.
+main: $(STAMP)
+	$(VENV)/bin/cricket-attn-ingest
+	$(PY) -m cricket_attn.checks
+
+# The default test run: fast, on the real fixture matches; what CI runs.
+test: $(STAMP)
+	$(PY) -m pytest -m "not slow" -q
+
+# Everything, including the checks on the whole IPL archive.
+test-all: $(STAMP)
+	$(PY) -m pytest -q
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/ingest_speed.py

@@ -1,0 +1,1 @@
+"""Ball-by-ball cricket outcome prediction over Cricsheet data."""

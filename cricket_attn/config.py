@@ -1,0 +1,26 @@
+"""Where the project's `conf/` tree and `data/` folder are, and reading the data config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+# The package is used from a checkout (pip install -e .): conf/ and data/ sit beside it.
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = PROJECT_ROOT / "conf"
+
+
+def load_data_config(name: str = "ipl") -> DictConfig:
+    """`conf/data/<name>.yaml` as an OmegaConf object."""
+    path = CONF_DIR / "data" / f"{name}.yaml"
+    if not path.exists():
+        options = sorted(p.stem for p in (CONF_DIR / "data").glob("*.yaml"))
+        raise FileNotFoundError(f"no data config {name!r} in {CONF_DIR / 'data'} (have: {', '.join(options)})")
+    return OmegaConf.load(path)
+
+
+def project_path(path: str | Path) -> Path:
+    """A path from config: relative paths are taken from the project root, not the current folder."""
+    path = Path(path)
+    return path if path.is_absolute() else PROJECT_ROOT / path

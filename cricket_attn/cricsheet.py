@@ -1,0 +1,235 @@
+"""One Cricsheet match file (JSON data versions 1.0.0 and 1.1.0) to validated rows.
+
+Reference: https://cricsheet.org/format/json/. Every field the deliveries table uses is checked
+here, so a malformed file fails with a message naming the file, the match and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+import orjson
+
+from cricket_attn.sources import MatchFile
+
+SUPPORTED_MAJOR_VERSION = "1"
+
+# Dismissals that are recorded on a delivery but are not team wickets: the batter may come back.
+NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
+
+# The ten outcome classes of a delivery, in model order.
+OUTCOMES = ("dot", "1", "2", "3", "4", "6", "wicket", "wide", "noball", "bye")
+OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
+# Runs off the bat to class: 5 and 7 (overthrows, all-run fives) share the rare "3" class.
+_RUNS_OUTCOME = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 3, 6: 5, 7: 3}
+
+# Cricsheet's extras keys in the order `extras_type` lists them.
+EXTRAS_KEYS = ("wides", "noballs", "byes", "legbyes", "penalty")
+
+# Per-delivery columns produced by `parse_match`, in tuple order.
+DELIVERY_FIELDS = (
+    "innings_pos", "over", "ball_in_over", "delivery_index", "legal_ball_index", "is_legal",
+    "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id",
+    "runs_batter", "runs_extras", "runs_total",
+    "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes", "runs_penalty", "runs_non_boundary",
+    "extras_type", "wicket_count", "wicket_kind", "player_out", "outcome",
+)  # fmt: skip
+
+
+class MatchFileError(ValueError):
+    """A match file that cannot be read; the message names the file, the match and the field."""
+
+    def __init__(self, file: str, match_id: str, field: str, problem: str):
+        self.file, self.match_id, self.field, self.problem = file, match_id, field, problem
+        super().__init__(f"{file}: match {match_id}: field {field}: {problem}")
+
+
+@dataclass
+class ParsedMatch:
+    """A match's info, its innings and one tuple per delivery (fields as in DELIVERY_FIELDS)."""
+
+    info: dict
+    innings: list[dict]
+    deliveries: list[tuple]
+
+
+def season_year(season: object, start: date) -> int:
+    """Cricsheet's season as an int: "2013" -> 2013; split seasons ("2020/21") -> the start date's year."""
+    if isinstance(season, int) and not isinstance(season, bool):
+        return season
+    if isinstance(season, str) and re.fullmatch(r"\d{4}", season):
+        return int(season)
+    if isinstance(season, str) and re.fullmatch(r"\d{4}/\d{2,4}", season):
+        return start.year
+    raise TypeError(f"expected a year like 2013 or 2020/21, got {season!r}")
+
+
+def parse_match(file: MatchFile) -> ParsedMatch | None:
+    """Parse one match file. Returns None for JSON that is not a match (no `meta` and no `info`)."""
+    try:
+        doc = orjson.loads(file.raw)
+    except orjson.JSONDecodeError as err:
+        raise MatchFileError(file.name, file.match_id, "(file)", f"invalid JSON: {err}") from None
+    if not isinstance(doc, dict) or ("meta" not in doc and "info" not in doc):
+        return None
+    return _Parser(file).parse(doc)
+
+
+class _Parser:
+    def __init__(self, file: MatchFile):
+        self.file = file
+
+    def error(self, field: str, problem: str) -> MatchFileError:
+        return MatchFileError(self.file.name, self.file.match_id, field, problem)
+
+    def get(self, obj: dict, key: str, kind: type | tuple, where: str, default=...):
+        """`obj[key]` checked to be of `kind`; `default` (if given) when the key is absent."""
+        if not isinstance(obj, dict):
+            raise self.error(where, f"expected an object, got {type(obj).__name__}")
+        if key not in obj:
+            if default is ...:
+                raise self.error(f"{where}.{key}" if where else key, "missing")
+            return default
+        value = obj[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
+            name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self.error(f"{where}.{key}" if where else key, f"expected {name}, got {value!r}")
+        return value
+
+    def parse(self, doc: dict) -> ParsedMatch:
+        meta = self.get(doc, "meta", dict, "")
+        version = self.get(meta, "data_version", str, "meta")
+        if version.split(".")[0] != SUPPORTED_MAJOR_VERSION:
+            raise self.error("meta.data_version", f"unsupported data version {version!r} (this reads 1.x)")
+        info = self.parse_info(self.get(doc, "info", dict, ""))
+        innings_list = self.get(doc, "innings", list, "")
+        innings, deliveries = [], []
+        for pos, inn in enumerate(innings_list):
+            innings.append(self.parse_innings(inn, pos, info, deliveries))
+        return ParsedMatch(info=info, innings=innings, deliveries=deliveries)
+
+    def parse_info(self, info: dict) -> dict:
+        dates = self.get(info, "dates", list, "info")
+        if not dates or not isinstance(dates[0], str):
+            raise self.error("info.dates", f"expected a list of dates, got {dates!r}")
+        try:
+            start = date.fromisoformat(dates[0])
+        except ValueError:
+            raise self.error("info.dates", f"not a date: {dates[0]!r}") from None
+        try:
+            season = season_year(self.get(info, "season", (str, int), "info"), start)
+        except TypeError as err:
+            raise self.error("info.season", str(err)) from None
+        teams = self.get(info, "teams", list, "info")
+        if len(teams) != 2 or not all(isinstance(t, str) for t in teams):
+            raise self.error("info.teams", f"expected two team names, got {teams!r}")
+        balls_per_over = self.get(info, "balls_per_over", int, "info")
+        if balls_per_over < 1:
+            raise self.error("info.balls_per_over", f"must be positive, got {balls_per_over}")
+        event = self.get(info, "event", dict, "info", default={})
+        outcome = self.get(info, "outcome", dict, "info", default={})
+        by = self.get(outcome, "by", dict, "info.outcome", default={})
+        registry = self.get(info, "registry", dict, "info", default={})
+        return {
+            "match_id": self.file.match_id,
+            "date": start,
+            "season": season,
+            "match_type": self.get(info, "match_type", str, "info"),
+            "gender": self.get(info, "gender", str, "info", default=None),
+            "team_type": self.get(info, "team_type", str, "info", default=None),
+            "event": self.get(event, "name", str, "info.event", default=None),
+            "venue": self.get(info, "venue", str, "info", default=None),
+            "city": self.get(info, "city", str, "info", default=None),
+            "balls_per_over": balls_per_over,
+            "scheduled_overs": self.get(info, "overs", int, "info", default=None),
+            "team1": teams[0],
+            "team2": teams[1],
+            "toss_winner": self.get(self.get(info, "toss", dict, "info", default={}), "winner", str,
+                                    "info.toss", default=None),
+            "winner": self.get(outcome, "winner", str, "info.outcome", default=None),
+            "win_by_runs": self.get(by, "runs", int, "info.outcome.by", default=None),
+            "win_by_wickets": self.get(by, "wickets", int, "info.outcome.by", default=None),
+            "result": self.get(outcome, "result", str, "info.outcome", default=None),
+            "method": self.get(outcome, "method", str, "info.outcome", default=None),
+            "eliminator": self.get(outcome, "eliminator", str, "info.outcome", default=None),
+            "_people": self.get(registry, "people", dict, "info.registry", default={}),
+        }  # fmt: skip
+
+    def parse_innings(self, inn: dict, pos: int, info: dict, out: list[tuple]) -> dict:
+        where = f"innings[{pos}]"
+        team = self.get(inn, "team", str, where)
+        if team not in (info["team1"], info["team2"]):
+            raise self.error(f"{where}.team", f"{team!r} is not one of info.teams")
+        target = self.get(inn, "target", dict, where, default={})
+        innings = {
+            "innings": pos + 1,
+            "is_super_over": self.get(inn, "super_over", bool, where, default=False),
+            "batting_team": team,
+            "bowling_team": info["team2"] if team == info["team1"] else info["team1"],
+            "target_runs": self.get(target, "runs", int, f"{where}.target", default=None),
+            "target_overs": self.get(target, "overs", (int, float), f"{where}.target", default=None),
+        }
+        people = info["_people"]
+        # A forfeited innings has no overs at all.
+        overs = self.get(inn, "overs", list, where, default=[])
+        delivery_index = 0
+        legal_ball_index = 0
+        for i, over_doc in enumerate(overs):
+            over = self.get(over_doc, "over", int, f"{where}.overs[{i}]")
+            legal_in_over = 0
+            for j, d in enumerate(self.get(over_doc, "deliveries", list, f"{where}.overs[{i}]")):
+                at = f"{where}.overs[{i}].deliveries[{j}]"
+                runs = self.get(d, "runs", dict, at)
+                batter_runs = self.get(runs, "batter", int, f"{at}.runs")
+                extra_runs = self.get(runs, "extras", int, f"{at}.runs")
+                total_runs = self.get(runs, "total", int, f"{at}.runs")
+                if total_runs != batter_runs + extra_runs or batter_runs < 0 or extra_runs < 0:
+                    raise self.error(f"{at}.runs", f"batter {batter_runs} + extras {extra_runs} != total {total_runs}")
+                extras = self.get(d, "extras", dict, at, default={})
+                extra_by_kind = [0] * len(EXTRAS_KEYS)
+                for key, value in extras.items():
+                    if key not in EXTRAS_KEYS:
+                        raise self.error(f"{at}.extras.{key}", "unknown kind of extra")
+                    extra_by_kind[EXTRAS_KEYS.index(key)] = self.get(extras, key, int, f"{at}.extras")
+                batter = self.get(d, "batter", str, at)
+                bowler = self.get(d, "bowler", str, at)
+                non_striker = self.get(d, "non_striker", str, at)
+
+                kinds, outs = [], []
+                team_wickets = 0
+                for k, w in enumerate(self.get(d, "wickets", list, at, default=[])):
+                    kind = self.get(w, "kind", str, f"{at}.wickets[{k}]")
+                    kinds.append(kind)
+                    outs.append(self.get(w, "player_out", str, f"{at}.wickets[{k}]"))
+                    team_wickets += kind not in NOT_TEAM_WICKETS
+
+                # Wides and no-balls must be bowled again: they are not legal balls, so they take
+                # the number of the legal ball that follows them.
+                is_legal = "wides" not in extras and "noballs" not in extras
+                if team_wickets:
+                    outcome = OUTCOME_INDEX["wicket"]
+                elif "wides" in extras:
+                    outcome = OUTCOME_INDEX["wide"]
+                elif "noballs" in extras:
+                    outcome = OUTCOME_INDEX["noball"]
+                elif ("byes" in extras or "legbyes" in extras) and batter_runs == 0:
+                    outcome = OUTCOME_INDEX["bye"]
+                elif batter_runs in _RUNS_OUTCOME:
+                    outcome = _RUNS_OUTCOME[batter_runs]
+                else:
+                    raise self.error(f"{at}.runs.batter", f"{batter_runs} runs off one ball is not possible")
+
+                out.append((
+                    pos, over, legal_in_over + 1, delivery_index, legal_ball_index, is_legal,
+                    batter, bowler, non_striker, people.get(batter), people.get(bowler), people.get(non_striker),
+                    batter_runs, extra_runs, total_runs, *extra_by_kind,
+                    bool(runs.get("non_boundary", False)),
+                    "+".join(key for key in EXTRAS_KEYS if key in extras) or None,
+                    team_wickets, ";".join(kinds) or None, ";".join(outs) or None, outcome,
+                ))  # fmt: skip
+                delivery_index += 1
+                legal_in_over += is_legal
+                legal_ball_index += is_legal
+        return innings

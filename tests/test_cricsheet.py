@@ -1,0 +1,200 @@
+"""Cricket rules of the parser, each on a real match, and the errors a bad file gets."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from cricket_attn.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, parse_match, season_year
+from cricket_attn.sources import MatchFile
+from tests.conftest import match_file
+
+
+def rows(deliveries, match_id, **where):
+    sel = deliveries["match_id"] == match_id
+    for col, value in where.items():
+        sel &= deliveries[col] == value
+    return deliveries[sel]
+
+
+def edited(match_id: str, edit) -> MatchFile:
+    """A real match file with one edit applied, for rules the IPL archive has no example of."""
+    doc = json.loads(match_file(match_id).raw)
+    edit(doc)
+    return MatchFile(f"{match_id}-edited.json", match_id, json.dumps(doc).encode())
+
+
+def test_wides_and_noballs_are_not_legal_balls(deliveries):
+    inn = rows(deliveries, "1082591", innings=1)
+    over0 = inn[inn["over"] == 0]
+    # Over 0 of the 2017 opener: 4 balls, a wide (2 runs), then 2 more legal balls.
+    assert over0["extras_type"].astype(object).tolist()[4] == "wides"
+    assert over0["ball_in_over"].tolist() == [1, 2, 3, 4, 5, 5, 6]
+    assert over0["legal_ball_index"].tolist() == [0, 1, 2, 3, 4, 4, 5]
+    assert over0["is_legal"].tolist() == [True, True, True, True, False, True, True]
+    # Every innings: legal balls counted before each delivery never skip or repeat.
+    for _, g in deliveries.groupby(["match_id", "innings"], observed=True):
+        assert (g["legal_ball_index"].diff().fillna(0).isin([0, 1])).all()
+        assert g["delivery_index"].tolist() == list(range(len(g)))
+
+
+def test_runs_off_wides_and_noballs(deliveries):
+    wide = rows(deliveries, "1082591", innings=1, over=0).iloc[4]
+    assert (wide["runs_wides"], wide["runs_total"], wide["outcome"]) == (2, 2, "wide")
+    nb = rows(deliveries, "1082591", innings=1, over=1)
+    noball = nb[nb["extras_type"] == "noballs"].iloc[0]
+    assert noball["outcome"] == "noball" and noball["runs_noballs"] == 1 and not noball["is_legal"]
+    # Runs off the bat on a no-ball still count to the batter and the total.
+    hit = deliveries[(deliveries["runs_noballs"] > 0) & (deliveries["runs_batter"] > 0)].iloc[0]
+    assert hit["runs_total"] == hit["runs_batter"] + hit["runs_noballs"] and hit["outcome"] == "noball"
+
+
+def test_run_out_off_a_noball_is_a_wicket_not_a_legal_ball(deliveries):
+    ro = rows(deliveries, "1216493", innings=1, over=19)
+    ro = ro[ro["wicket_count"] > 0]
+    assert len(ro) >= 1
+    ball = ro[ro["extras_type"] == "noballs"].iloc[0]
+    assert ball["wicket_kind"] == "run out" and ball["is_wicket"] and ball["outcome"] == "wicket"
+    assert not ball["is_legal"] and ball["runs_total"] == 2
+
+
+def test_two_dismissals_on_one_delivery_count_as_two_wickets():
+    # No IPL match has one, so take a real one and add a second dismissal to a caught delivery.
+    def add_run_out(doc):
+        for over in doc["innings"][0]["overs"]:
+            for d in over["deliveries"]:
+                if d.get("wickets"):
+                    d["wickets"].append({"player_out": d["non_striker"], "kind": "run out"})
+                    return
+
+    def first_innings(parsed):
+        return [r for r in (dict(zip(DELIVERY_FIELDS, t)) for t in parsed.deliveries) if r["innings_pos"] == 0]
+
+    before = first_innings(parse_match(match_file("1082591")))
+    after = first_innings(parse_match(edited("1082591", add_run_out)))
+    two = [r for r in after if r["wicket_count"] == 2]
+    assert len(two) == 1
+    assert two[0]["wicket_kind"].endswith(";run out") and two[0]["outcome"] == OUTCOMES.index("wicket")
+    assert len(two[0]["player_out"].split(";")) == 2
+    assert sum(r["wicket_count"] for r in after) == sum(r["wicket_count"] for r in before) + 1
+
+
+def test_penalty_runs(deliveries):
+    pen = deliveries[deliveries["runs_penalty"] > 0]
+    assert pen["match_id"].tolist() == ["729309"]
+    ball = pen.iloc[0]
+    # 5 penalty runs on top of a wide: a wide ball, 7 runs to the total.
+    assert (ball["runs_wides"], ball["runs_penalty"], ball["runs_total"]) == (2, 5, 7)
+    assert ball["extras_type"] == "wides+penalty" and ball["outcome"] == "wide"
+
+
+def test_retired_hurt_is_recorded_but_not_a_team_wicket(deliveries):
+    rh = deliveries[deliveries["wicket_kind"] == "retired hurt"]
+    assert set(rh["match_id"]) == {"729309", "1082628"}
+    assert not rh["is_wicket"].any() and (rh["wicket_count"] == 0).all()
+    pandya = rh[rh["match_id"] == "1082628"].iloc[0]
+    assert pandya["player_out"] == "KH Pandya" and pandya["outcome"] == "1"  # the single he ran
+
+
+def test_retired_out_is_a_team_wicket(deliveries):
+    ro = deliveries[deliveries["wicket_kind"] == "retired out"]
+    assert ro["match_id"].tolist() == ["1304066"]
+    assert ro["is_wicket"].all() and (ro["outcome"] == "wicket").all()
+
+
+@pytest.mark.parametrize(("match_id", "innings", "over", "legal"), [("335987", 1, 7, 5), ("1136564", 2, 11, 7)])
+def test_overs_of_five_and_seven_legal_balls_as_recorded(deliveries, match_id, innings, over, legal):
+    o = rows(deliveries, match_id, innings=innings, over=over)
+    assert int(o["is_legal"].sum()) == legal
+    assert o["ball_in_over"].max() == legal
+    nxt = rows(deliveries, match_id, innings=innings, over=over + 1)
+    # The next over starts at ball 1, and the legal ball count carries on from the miscounted over.
+    assert nxt["ball_in_over"].iloc[0] == 1
+    assert nxt["legal_ball_index"].iloc[0] == o["legal_ball_index"].iloc[-1] + 1
+
+
+def test_super_overs_are_separate_innings(deliveries):
+    m = deliveries[deliveries["match_id"] == "1216493"]
+    assert sorted(m["innings"].unique()) == [1, 2, 3, 4]
+    assert not m.loc[m["innings"] <= 2, "is_super_over"].any()
+    assert m.loc[m["innings"] >= 3, "is_super_over"].all()
+    so = m[m["innings"] == 3]
+    # A super over restarts the count: its own over 0, ball 1, delivery 0.
+    assert so["over"].unique().tolist() == [0]
+    assert so["delivery_index"].iloc[0] == 0 and so["legal_ball_index"].iloc[0] == 0
+    assert (so["phase"] == "death").all()
+    # The tie: both regular innings totals equal.
+    totals = m[m["innings"] <= 2].groupby("innings")["runs_total"].sum()
+    assert totals[1] == totals[2]
+
+
+def test_chase_target_from_the_file_including_dls(deliveries):
+    dls = rows(deliveries, "1136566", innings=2)
+    assert dls["target_runs"].iloc[0] == 71 and dls["target_overs"].iloc[0] == 6
+    first_total = rows(deliveries, "1136566", innings=1)["runs_total"].sum()
+    assert first_total + 1 != 71  # the DLS target is not the first-innings total + 1
+    assert rows(deliveries, "1136566", innings=1)["target_runs"].isna().all()
+
+
+def test_outcome_precedence_on_real_deliveries(deliveries):
+    d = deliveries
+    assert (d.loc[d["wicket_count"] > 0, "outcome"] == "wicket").all()
+    wides = d[(d["runs_wides"] > 0) & (d["wicket_count"] == 0)]
+    assert (wides["outcome"] == "wide").all() and len(wides) > 0
+    byes = d[(d["runs_byes"] + d["runs_legbyes"] > 0) & (d["runs_batter"] == 0) & d["is_legal"] & (d["wicket_count"] == 0)]
+    assert (byes["outcome"] == "bye").all() and len(byes) > 0
+    plain = d[d["is_legal"] & (d["wicket_count"] == 0) & (d["runs_byes"] + d["runs_legbyes"] == 0)]
+    expected = plain["runs_batter"].map({0: "dot", 1: "1", 2: "2", 3: "3", 4: "4", 5: "3", 6: "6", 7: "3"})
+    assert (plain["outcome"].astype(str) == expected).all()
+
+
+@pytest.mark.parametrize(
+    ("season", "start", "year"),
+    [("2013", date(2013, 4, 3), 2013), (2013, date(2013, 4, 3), 2013), ("2020/21", date(2020, 9, 19), 2020),
+     ("2007/08", date(2008, 4, 18), 2008)],
+)
+def test_season_year(season, start, year):
+    assert season_year(season, start) == year
+
+
+def test_abandoned_match_yields_no_rows_and_no_error():
+    def abandon(doc):
+        doc["innings"] = []
+        doc["info"]["outcome"] = {"result": "no result"}
+
+    parsed = parse_match(edited("1178424", abandon))
+    assert parsed.deliveries == [] and parsed.innings == []
+
+
+BAD = {
+    "runs.batter": (lambda doc: doc["innings"][0]["overs"][2]["deliveries"][1]["runs"].update(batter="four"),
+                    "innings[0].overs[2].deliveries[1].runs.batter", "expected int, got 'four'"),
+    "missing innings": (lambda doc: doc.pop("innings"), "innings", "missing"),
+    "version": (lambda doc: doc["meta"].update(data_version="2.0.0"), "meta.data_version", "unsupported"),
+    "batter type": (lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),
+                    "innings[1].overs[0].deliveries[0].batter", "expected str"),
+    "team": (lambda doc: doc["innings"][0].update(team="Nobody XI"), "innings[0].team", "not one of info.teams"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_field_names_file_match_and_field(case):
+    edit, field, problem = BAD[case]
+    with pytest.raises(MatchFileError) as err:
+        parse_match(edited("1082591", edit))
+    message = str(err.value)
+    assert message.startswith("1082591-edited.json: match 1082591: field ")
+    assert field in message and problem in message
+    assert "\n" not in message
+
+
+def test_truncated_json_names_the_file():
+    raw = match_file("1082591").raw
+    with pytest.raises(MatchFileError, match=r"^cut\.json: match 1082591: field \(file\): invalid JSON"):
+        parse_match(MatchFile("cut.json", "1082591", raw[: len(raw) // 2]))
+
+
+def test_json_that_is_not_a_match_is_ignored():
+    assert parse_match(MatchFile("package.json", "package", b'{"name": "x"}')) is None

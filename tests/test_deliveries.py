@@ -1,0 +1,116 @@
+"""The deliveries table: columns, order, phases, skipping bad files, the parquet cache and the summary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.deliveries import COLUMNS, PhaseRules, build_tables, load_tables, summary
+from cricket_attn.sources import MatchFile, iter_match_files
+from tests.conftest import FIXTURES, match_file
+
+
+def test_columns_and_order(fixture_tables):
+    d, m = fixture_tables.deliveries, fixture_tables.matches
+    assert tuple(d.columns) == COLUMNS
+    assert len(m) == 20 and m["match_id"].is_unique
+    # Matches in date order, then innings, then deliveries in the order they were bowled.
+    assert m["date"].is_monotonic_increasing
+    keys = list(zip(d["date"], d["match_id"], d["innings"], d["delivery_index"]))
+    assert keys == sorted(keys, key=lambda k: (k[0], k[1], k[2], k[3]))
+    assert list(d["outcome"].cat.categories) == list(OUTCOMES)
+    assert d["innings"].min() == 1 and set(d["season"]) <= set(range(2008, 2027))
+
+
+def test_registry_ids(deliveries):
+    first = deliveries[deliveries["match_id"] == "1082591"].iloc[0]
+    assert (first["batter"], first["batter_id"], first["bowler"], first["bowler_id"]) == (
+        "DA Warner", "dcce6f09", "TS Mills", "245c97cb")  # fmt: skip
+    assert deliveries["batter_id"].notna().all() and deliveries["bowler_id"].notna().all()
+
+
+def test_no_result_match_has_its_deliveries(fixture_tables):
+    m = fixture_tables.matches.set_index("match_id").loc["1178424"]
+    assert m["result"] == "no result" and pd.isna(m["winner"]) and m["n_deliveries"] > 0
+
+
+def test_t20_phases_by_over(deliveries):
+    regular = deliveries[~deliveries["is_super_over"]]
+    over = regular["over"] + 1  # Cricsheet's overs are 0-based
+    assert (regular.loc[over <= 6, "phase"] == "powerplay").all()
+    assert (regular.loc[(over >= 7) & (over <= 15), "phase"] == "middle").all()
+    assert (regular.loc[over >= 16, "phase"] == "death").all()
+
+
+def test_hundred_phases_by_legal_ball(phases):
+    # The Hundred is a T20 match type bowled in sets of 5: phases count legal balls, not overs.
+    doc = json.loads(match_file("1082591").raw)
+    doc["info"]["balls_per_over"] = 5
+    d = build_tables([MatchFile("hundred.json", "hundred", json.dumps(doc).encode())], phases).deliveries
+    assert (d["balls_per_over"] == 5).all()
+    ball = d["legal_ball_index"] + 1
+    assert (d.loc[ball <= 25, "phase"] == "powerplay").all()
+    assert (d.loc[(ball > 25) & (ball < 76), "phase"] == "middle").all()
+    assert (d.loc[ball >= 76, "phase"] == "death").all()
+
+
+def test_other_formats_and_rule_validation(phases):
+    doc = json.loads(match_file("1082591").raw)
+    doc["info"]["match_type"] = "Test"
+    d = build_tables([MatchFile("test.json", "t", json.dumps(doc).encode())], phases).deliveries
+    assert (d["phase"] == "middle").all()
+    with pytest.raises(ValueError, match="unit"):
+        PhaseRules.from_config({"formats": {"x": {"match_types": ["T20"], "unit": "inning", "powerplay": [1, 6],
+                                                  "death": [16, 20]}}})  # fmt: skip
+    with pytest.raises(ValueError, match="must end before"):
+        PhaseRules.from_config({"formats": {"x": {"match_types": ["T20"], "unit": "over", "powerplay": [1, 16],
+                                                  "death": [16, 20]}}})  # fmt: skip
+
+
+def test_bad_files_are_skipped_and_good_ones_kept(phases, tmp_path):
+    for f in FIXTURES.glob("1359*.json"):
+        shutil.copy(f, tmp_path)
+    raw = (FIXTURES / "1082591.json").read_bytes()
+    (tmp_path / "truncated.json").write_bytes(raw[:1000])
+    doc = json.loads(raw)
+    doc["innings"][0]["overs"][0]["deliveries"][0]["runs"]["batter"] = "four"
+    (tmp_path / "1082591.json").write_text(json.dumps(doc))
+    (tmp_path / "README.txt").write_text("not a match")
+    result = build_tables(iter_match_files([tmp_path]), phases)
+    assert sorted(result.matches["match_id"]) == ["1359475", "1359477", "1359478"]
+    reasons = sorted(s.reason for s in result.skipped)
+    assert len(reasons) == 2
+    assert "match 1082591: field innings[0].overs[0].deliveries[0].runs.batter" in reasons[0]
+    assert "truncated.json: match truncated: field (file): invalid JSON" in reasons[1]
+
+
+def test_duplicate_match_is_skipped(phases):
+    f = match_file("1082591")
+    result = build_tables([f, f], phases)
+    assert len(result.matches) == 1 and "duplicate" in result.skipped[0].reason
+
+
+def test_cache_round_trip_is_identical(phases, tmp_path):
+    first = load_tables([FIXTURES], phases, data_dir=tmp_path)
+    cached = list((tmp_path / "cache").glob("deliveries-*.parquet"))
+    assert len(cached) == 1
+    again = load_tables([FIXTURES], phases, data_dir=tmp_path)
+    pd.testing.assert_frame_equal(first.deliveries, again.deliveries)
+    pd.testing.assert_frame_equal(first.matches, again.matches)
+    # Another phase rule is another cache entry, never a stale table.
+    other = PhaseRules(formats={}, super_over="death", other="middle")
+    assert (load_tables([FIXTURES], other, data_dir=tmp_path).deliveries["phase"].astype(str) != "powerplay").all()
+    assert len(list((tmp_path / "cache").glob("deliveries-*.parquet"))) == 2
+
+
+def test_summary(fixture_tables):
+    text = summary(fixture_tables)
+    assert "matches:      20" in text
+    assert f"deliveries:   {len(fixture_tables.deliveries):,}" in text
+    assert "super-over innings" in text and "files skipped: 0" in text
+    for name in OUTCOMES:
+        assert f"\n  {name} " in text
