@@ -19,12 +19,12 @@ from cricket_attn.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, Pa
 from cricket_attn.sources import MatchFile, default_archive, iter_match_files, sha256_of, source_kind
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.
 COLUMNS = (
-    "match_id", "date", "season", "match_type", "event", "venue", "balls_per_over",
+    "match_id", "date", "season", "match_type", "event", "venue", "balls_per_over", "scheduled_overs",
     "innings", "is_super_over", "batting_team", "bowling_team",
     "over", "ball_in_over", "delivery_index", "legal_ball_index", "is_legal",
     "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id",
@@ -173,6 +173,7 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
     df = pd.DataFrame(table)
     for col in ("match_id", "season", "match_type", "event", "venue", "balls_per_over"):
         df[col] = info[col]
+    df["scheduled_overs"] = info["scheduled_overs"].astype("Int64")
     df["date"] = pd.to_datetime(info["date"]).astype("datetime64[ms]")  # parquet keeps ms, not s
     for col in ("innings", "is_super_over", "batting_team", "bowling_team"):
         df[col] = inn[col].to_numpy()

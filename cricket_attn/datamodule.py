@@ -1,0 +1,86 @@
+"""The Lightning DataModule: the deliveries table, split by season, as batches of ball sequences."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytorch_lightning as pl
+import torch
+
+from cricket_attn.config import project_path
+from cricket_attn.deliveries import Ingested, PhaseRules, load_tables
+from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.splits import SeasonSplit
+
+
+class CricketDataModule(pl.LightningDataModule):
+    """`prepare_data` fetches and ingests (cached); `setup` splits by season and fits the encoder
+    (vocabularies, player rates, feature scaling) on the training seasons only.
+
+    With `refit=True` the encoder and the training set take the validation seasons too: the second
+    stage of "choose epochs on 2024, then refit through 2024". Test seasons are never fitted on.
+    """
+
+    def __init__(self, sources: Sequence[str] | None = None, data_dir: str = "data", phases: Mapping | None = None,
+                 split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
+                 rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
+                 num_workers: int = 0, refit: bool = False, seed: int = 0):
+        super().__init__()
+        self.sources = list(sources) if sources else None
+        self.data_dir = project_path(data_dir)
+        self.phases = PhaseRules.from_config(phases)
+        self.split = SeasonSplit.from_config(split)
+        self.unit, self.min_count, self.rate_strength = unit, min_count, rate_strength
+        self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
+        self.refit, self.seed = refit, seed
+        self.encoder: SequenceEncoder | None = None
+        self.tables: Ingested | None = None
+        self.datasets: dict[str, BallSequences] = {}
+
+    def prepare_data(self) -> None:
+        load_tables(self.sources, self.phases, self.data_dir)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.datasets:
+            return
+        self.tables = load_tables(self.sources, self.phases, self.data_dir)
+        deliveries = self.tables.deliveries
+        parts = self.split.split(deliveries)
+        fit_on = parts["train"]
+        if self.refit:
+            labels = self.split.label(deliveries["season"])
+            fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
+        if self.encoder is None:
+            self.encoder = SequenceEncoder.fit(fit_on, self.min_count, self.rate_strength, self.unit)
+        self.datasets = {
+            "train": self.encoder.encode(fit_on, out_of_fold=True),
+            "validation": self.encoder.encode(parts["validation"]),
+            "test": self.encoder.encode(parts["test"]),
+        }
+        self.frames = {"train": fit_on, "validation": parts["validation"], "test": parts["test"]}
+
+    def max_len(self) -> int:
+        return max(ds.max_len for ds in self.datasets.values())
+
+    def _loader(self, name: str, shuffle: bool) -> torch.utils.data.DataLoader:
+        ds = self.datasets[name]
+        size = self.batch_size if shuffle else self.eval_batch_size
+        sampler = BucketBatchSampler(ds.lengths, size, shuffle=shuffle, seed=self.seed)
+        return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
+                                           num_workers=self.num_workers)
+
+    def train_dataloader(self):
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self):
+        return self._loader("validation", shuffle=False)
+
+    def test_dataloader(self):
+        return self._loader("test", shuffle=False)
+
+    def state_dict(self) -> dict:
+        return {"encoder": self.encoder.to_dict()} if self.encoder else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "encoder" in state:
+            self.encoder = SequenceEncoder.from_dict(state["encoder"])

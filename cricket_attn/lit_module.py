@@ -1,0 +1,125 @@
+"""The LightningModule: builds the model from plain settings, computes the loss and metrics,
+and configures the optimiser. Checkpoints hold only plain Python and tensors."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
+
+from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
+from cricket_attn.sequences import IGNORE
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, not ours, or made with settings this model cannot take."""
+
+
+class BallOutcomeModule(pl.LightningModule):
+    def __init__(self, model: dict, lr: float = 2e-3, weight_decay: float = 0.1, warmup_steps: int = 100,
+                 min_lr_ratio: float = 0.05, betas: tuple[float, float] = (0.9, 0.98)):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = CricketTransformer(ModelConfig.from_dict(dict(model)))
+        n = self.model.cfg.n_classes
+        self.metrics = torch.nn.ModuleDict({
+            f"{split}_{name}": metric
+            for split in ("val", "test")
+            for name, metric in (("accuracy", MulticlassAccuracy(n, average="micro")),
+                                 ("ece", MulticlassCalibrationError(n, n_bins=15, norm="l1")))
+        })  # fmt: skip
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model(batch)
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
+        logits = self.model(batch)  # (B, T, n_classes)
+        target = batch["outcome"]
+        loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
+        return loss, logits, int((target != IGNORE).sum())
+
+    def training_step(self, batch, batch_idx):
+        loss, _, n = self._loss(batch)
+        self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=n)
+        return loss
+
+    def _eval_step(self, batch, split: str):
+        loss, logits, n = self._loss(batch)
+        self.log(f"{split}/loss", loss, on_epoch=True, batch_size=n, prog_bar=True)
+        real = batch["outcome"] != IGNORE
+        probs, target = logits[real].softmax(-1), batch["outcome"][real]
+        for name in ("accuracy", "ece"):
+            metric = self.metrics[f"{split}_{name}"]
+            metric.update(probs, target)
+            self.log(f"{split}/{name}", metric, on_epoch=True, batch_size=n)
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, "test")
+
+    def predict_step(self, batch, batch_idx):
+        return self.model(batch).softmax(-1)
+
+    def configure_optimizers(self):
+        # Weight decay on matrices only: biases, norms and embeddings' scale parameters are left alone.
+        params = [p for p in self.parameters() if p.requires_grad]
+        decay = [p for p in params if p.dim() >= 2]
+        no_decay = [p for p in params if p.dim() < 2]
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": self.hparams.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=self.hparams.lr, betas=tuple(self.hparams.betas),
+        )
+        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        warmup, floor = self.hparams.warmup_steps, self.hparams.min_lr_ratio
+
+        def schedule(step: int) -> float:
+            # Linear warm-up, then cosine decay to `min_lr_ratio` of the peak.
+            if step < warmup:
+                return (step + 1) / warmup
+            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+            return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        # Compare settings before any weights are copied, so a mismatch reads as settings, not shapes.
+        saved = checkpoint.get("hyper_parameters", {}).get("model")
+        if saved is None:
+            raise CheckpointError("not a cricket_attn checkpoint (no model settings inside)")
+        try:
+            saved = ModelConfig.from_dict(dict(saved)).to_dict()
+        except ConfigError as err:
+            raise CheckpointError(f"checkpoint's model settings do not fit this version: {err}") from None
+        here = self.model.cfg.to_dict()
+        diff = [k for k in here if saved[k] != here[k]]
+        if diff:
+            raise CheckpointError("checkpoint was trained with other model settings: " + ", ".join(
+                f"model.{k}={saved[k]!r} (here {here[k]!r})" for k in diff))
+
+
+def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
+    """The trained module (in eval mode) and the raw checkpoint, with one clear error if it cannot be."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same one-line answer
+        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(err).__name__})") from None
+    model_cfg = ckpt.get("hyper_parameters", {}).get("model") if isinstance(ckpt, dict) else None
+    if model_cfg is None or "state_dict" not in ckpt:
+        raise CheckpointError(f"{path}: not a cricket_attn checkpoint (no model settings inside)")
+    try:
+        module = BallOutcomeModule(**ckpt["hyper_parameters"])
+        module.on_load_checkpoint(ckpt)
+        module.load_state_dict(ckpt["state_dict"])
+    except (ConfigError, RuntimeError, TypeError) as err:
+        raise CheckpointError(f"{path}: does not fit this version's model: {str(err).splitlines()[0]}") from None
+    return module.eval(), ckpt

@@ -1,0 +1,250 @@
+"""A decoder-only transformer over the balls of an innings, with cricket-aware positions.
+
+Position t holds what is known before ball t is bowled (the previous ball's outcome, who bats and
+bowls, the match state) and predicts ball t's outcome; the causal mask keeps every later ball out.
+Pure PyTorch: no Lightning, Hydra or MLflow here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+POSITIONAL_PARTS = ("absolute", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls")
+N_OUTCOMES = 10
+START_OF_INNINGS = N_OUTCOMES  # the "previous outcome" of an innings' first ball
+N_INNINGS_MARKERS = 3  # first innings, chase, super over
+
+
+class ConfigError(ValueError):
+    """A model setting that cannot work; the message names the setting."""
+
+
+@dataclass
+class ModelConfig:
+    n_numeric: int  # numeric features per ball (match state, player rates)
+    n_batters: int  # vocabulary sizes, <unk> included
+    n_bowlers: int
+    n_venues: int
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    mlp_ratio: int = 4
+    dropout: float = 0.1
+    entity_dropout: float = 0.0  # in training, replace this share of player/venue ids with <unk>
+    max_len: int = 160  # longest sequence the model accepts
+    max_balls: int = 160  # size of the absolute legal-ball table
+    max_overs: int = 24
+    max_ball_in_over: int = 12
+    max_player_balls: int = 64  # balls faced/bowled beyond this share the last slot
+    positional_parts: tuple[str, ...] = POSITIONAL_PARTS
+    positional_combine: str = "concat"  # "concat" then project to d_model, or "sum"
+    positional_dim: int = 16  # width of each part when concatenated
+    n_classes: int = N_OUTCOMES
+
+    def __post_init__(self):
+        self.positional_parts = tuple(self.positional_parts)
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
+        unknown = [p for p in self.positional_parts if p not in POSITIONAL_PARTS]
+        if unknown:
+            raise ConfigError(f"model.positional_parts: unknown part(s) {unknown}; choose from {list(POSITIONAL_PARTS)}")
+        if self.positional_combine not in ("concat", "sum"):
+            raise ConfigError(f"model.positional_combine must be 'concat' or 'sum', got {self.positional_combine!r}")
+        width = self.d_model if self.positional_combine == "sum" else self.positional_dim
+        if "absolute" in self.positional_parts and width % 2:
+            raise ConfigError(f"the sinusoidal part needs an even width, got {width} (model.positional_dim)")
+        for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "max_len"):
+            if getattr(self, f) < 1:
+                raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
+        if not 0 <= self.dropout < 1 or not 0 <= self.entity_dropout < 1:
+            raise ConfigError("model.dropout and model.entity_dropout must be in [0, 1)")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["positional_parts"] = list(self.positional_parts)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown model setting(s): {unknown}")
+        return cls(**d)
+
+
+def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/dim)), PE(pos, 2i+1) = cos(pos / 10000^(2i/dim))."""
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]
+    freq = torch.pow(10000.0, -torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    table = torch.zeros(n_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table.float()
+
+
+class CricketPositionalEncoding(nn.Module):
+    """Where a ball sits in the innings: legal-ball index (fixed sinusoidal), ball in the over, over,
+    phase, and how many balls the batter has faced and the bowler has bowled (all learned)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.parts = cfg.positional_parts
+        self.combine = cfg.positional_combine
+        width = cfg.d_model if self.combine == "sum" else cfg.positional_dim
+        sizes = {"ball_in_over": cfg.max_ball_in_over + 1, "over": cfg.max_overs, "phase": 3,
+                 "batter_balls": cfg.max_player_balls + 1, "bowler_balls": cfg.max_player_balls + 1}
+        self.max_player_balls = cfg.max_player_balls
+        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], width) for p in self.parts if p != "absolute"})
+        if "absolute" in self.parts:
+            self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, width), persistent=False)
+        self.proj = nn.Linear(width * len(self.parts), cfg.d_model) if self.combine == "concat" and self.parts else None
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | float:
+        if not self.parts:
+            return 0.0
+        out = []
+        for part in self.parts:
+            if part == "absolute":
+                out.append(self.absolute[batch["legal_ball_index"]])
+            elif part in ("batter_balls", "bowler_balls"):
+                out.append(self.embed[part](batch[part].clamp(max=self.max_player_balls)))
+            else:
+                out.append(self.embed[part](batch[part]))
+        if self.combine == "sum":
+            return torch.stack(out).sum(0)  # (B, T, C)
+        return self.proj(torch.cat(out, dim=-1))  # (B, T, C)
+
+
+class KVCache:
+    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference."""
+
+    def __init__(self, n_layers: int):
+        self.keys: list[torch.Tensor | None] = [None] * n_layers
+        self.values: list[torch.Tensor | None] = [None] * n_layers
+
+    @property
+    def length(self) -> int:
+        return 0 if self.keys[0] is None else self.keys[0].size(2)
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.keys[layer] is not None:
+            k = torch.cat([self.keys[layer], k], dim=2)
+            v = torch.cat([self.values[layer], v], dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        self.dropout = cfg.dropout
+        self.resid_dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+        if cache is not None:
+            k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
+        past = k.size(2) - T
+        dropout = self.dropout if self.training else 0.0
+        if past == 0:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+        else:
+            # New balls see every cached ball and the new ones up to themselves.
+            mask = torch.ones(T, past + T, dtype=torch.bool, device=x.device).tril(diagonal=past)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.out(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model)
+        self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, layer)
+        return x + self.mlp(self.ln2(x))
+
+
+class CricketTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.prev_outcome = nn.Embedding(N_OUTCOMES + 1, cfg.d_model)  # + start of innings
+        self.innings_marker = nn.Embedding(N_INNINGS_MARKERS, cfg.d_model)
+        self.batter = nn.Embedding(cfg.n_batters, cfg.d_model)
+        self.bowler = nn.Embedding(cfg.n_bowlers, cfg.d_model)
+        self.venue = nn.Embedding(cfg.n_venues, cfg.d_model)
+        self.numeric = nn.Sequential(nn.Linear(cfg.n_numeric, cfg.d_model), nn.GELU(), nn.Linear(cfg.d_model, cfg.d_model))
+        self.position = CricketPositionalEncoding(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def _entity(self, emb: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        if self.training and self.cfg.entity_dropout > 0:
+            ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
+        return emb(ids)
+
+    def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
+                last_only: bool = False) -> torch.Tensor:
+        """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`."""
+        T = batch["prev_outcome"].size(1)
+        if (cache.length if cache is not None else 0) + T > self.cfg.max_len:
+            raise ValueError(f"sequence of {T} balls is longer than model.max_len={self.cfg.max_len}")
+        x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])
+             + self._entity(self.batter, batch["batter"]) + self._entity(self.bowler, batch["bowler"])
+             + self._entity(self.venue, batch["venue"]) + self.numeric(batch["numeric"])
+             + self.position(batch))  # (B, T, C)
+        x = self.drop(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache, i)
+        if last_only:
+            x = x[:, -1:, :]  # the next ball's prediction comes from the last position
+        return self.head(self.ln_f(x))
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def checkpoint_config_error(saved: dict, expected: dict) -> str | None:
+    """Why a checkpoint's model settings cannot load into these ones, or None if they can."""
+    diff = {k: (saved.get(k), expected.get(k)) for k in set(saved) | set(expected) if saved.get(k) != expected.get(k)}
+    if not diff:
+        return None
+    return "; ".join(f"{k}: checkpoint has {a!r}, expected {b!r}" for k, (a, b) in sorted(diff.items()))
+

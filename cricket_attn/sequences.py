@@ -1,0 +1,215 @@
+"""Deliveries to ball sequences: the encoder fitted on training seasons, and padded tensors.
+
+A sequence is one innings (or, with unit="match", a match's first innings followed by the chase).
+Position t carries what is known before ball t: the previous ball's outcome, batter, bowler, venue,
+the match state and the positional parts; its label is ball t's outcome.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.features import STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.model import START_OF_INNINGS
+
+UNK = "<unk>"
+RATE_COLUMNS = ("batter", "bowler", "venue")
+IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
+
+# Integer per-ball fields of a batch (all (B, T)); `numeric` is (B, T, F) and `mask` (B, T).
+LONG_FIELDS = (
+    "outcome", "prev_outcome", "innings_marker", "batter", "bowler", "venue",
+    "legal_ball_index", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls", "row",
+)  # fmt: skip
+
+
+@dataclass
+class Vocab:
+    """Names to indices; index 0 is <unk> for anything not seen often enough in training."""
+
+    tokens: list[str]
+
+    def __post_init__(self):
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+
+    @classmethod
+    def fit(cls, values: pd.Series, min_count: int) -> Vocab:
+        counts = Counter(values.astype(str))
+        return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count))
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        return values.astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass
+class SequenceEncoder:
+    """Everything fitted on the training split that turns deliveries into model inputs.
+
+    Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
+    """
+
+    batters: Vocab
+    bowlers: Vocab
+    venues: Vocab
+    rates: dict[str, OutcomeRates]
+    mean: np.ndarray
+    std: np.ndarray
+    last_season: int
+    unit: str = "innings"
+
+    @classmethod
+    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
+            unit: str = "innings") -> SequenceEncoder:
+        if unit not in ("innings", "match"):
+            raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
+        enc = cls(
+            batters=Vocab.fit(train["batter"], min_count),
+            bowlers=Vocab.fit(train["bowler"], min_count),
+            venues=Vocab.fit(train["venue"], min_count),
+            rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
+            mean=np.zeros(0), std=np.ones(0), last_season=int(train["season"].max()), unit=unit,
+        )
+        numeric = enc.numeric(train, match_state(train, enc.last_season), out_of_fold=True)
+        enc.mean = numeric.mean(axis=0)
+        enc.std = numeric.std(axis=0) + 1e-6
+        return enc
+
+    def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
+        """Match state and rates, unscaled, (N, F). `out_of_fold` for the training rows the rates
+        were fitted on, so that no row's features contain its own outcome."""
+        rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
+        return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(STATE_COLUMNS) + [n for r in self.rates.values() for n in r.names()]
+
+    def encode(self, d: pd.DataFrame, out_of_fold: bool = False) -> BallSequences:
+        """Regular innings of `d` as sequences. Super overs are left out (their own tiny game)."""
+        d = d[~d["is_super_over"].astype(bool)]
+        state = match_state(d, self.last_season)
+        numeric = (self.numeric(d, state, out_of_fold) - self.mean) / self.std
+        inn_start = d["delivery_index"].to_numpy() == 0
+        prev = np.r_[START_OF_INNINGS, d["outcome"].cat.codes.to_numpy()[:-1]].astype(np.int64)
+        prev[inn_start] = START_OF_INNINGS
+        chase = d["target_runs"].notna().to_numpy()
+        per_ball = {
+            "outcome": d["outcome"].cat.codes.to_numpy().astype(np.int64),
+            "prev_outcome": prev,
+            "innings_marker": chase.astype(np.int64),
+            "batter": self.batters.encode(d["batter"]),
+            "bowler": self.bowlers.encode(d["bowler"]),
+            "venue": self.venues.encode(d["venue"]),
+            "legal_ball_index": d["legal_ball_index"].to_numpy(dtype=np.int64),
+            "ball_in_over": d["ball_in_over"].to_numpy(dtype=np.int64),
+            "over": d["over"].to_numpy(dtype=np.int64),
+            "phase": d["phase"].cat.codes.to_numpy().astype(np.int64),
+            "batter_balls": state["batter_balls_before"].to_numpy().astype(np.int64),
+            "bowler_balls": state["bowler_balls_before"].to_numpy().astype(np.int64),
+            "row": d.index.to_numpy(dtype=np.int64),
+        }
+        keys = ["match_id"] if self.unit == "match" else ["match_id", "innings"]
+        seq_id = d.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
+        return BallSequences.from_flat(per_ball, numeric.astype(np.float32), seq_id)
+
+    def to_dict(self) -> dict:
+        return {
+            "batters": self.batters.tokens, "bowlers": self.bowlers.tokens, "venues": self.venues.tokens,
+            "rates": {c: {"strength": float(r.strength), "prior": r.prior.tolist(), "keys": r.counts.index.tolist(),
+                          "counts": r.counts.to_numpy().tolist()} for c, r in self.rates.items()},
+            "mean": self.mean.tolist(), "std": self.std.tolist(), "last_season": int(self.last_season),
+            "unit": self.unit,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SequenceEncoder:
+        rates = {}
+        for c, r in d["rates"].items():
+            rates[c] = OutcomeRates(c, r["strength"], np.asarray(r["prior"]),
+                                    pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))))
+        return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
+                   np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
+                   d["last_season"], d["unit"])
+
+    def model_dims(self) -> dict:
+        """The data-dependent model settings."""
+        return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
+                "n_venues": len(self.venues)}
+
+
+class BallSequences(torch.utils.data.Dataset):
+    """Sequences padded on the right into fixed tensors; a batch is trimmed to its longest member."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], lengths: torch.Tensor):
+        self.tensors, self.lengths = tensors, lengths
+
+    @classmethod
+    def from_flat(cls, per_ball: dict[str, np.ndarray], numeric: np.ndarray, seq_id: np.ndarray) -> BallSequences:
+        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
+        lengths = np.bincount(seq_id, minlength=n_seq)
+        # Rows of a sequence are contiguous and in order: position = rank within the sequence.
+        starts = np.r_[0, np.cumsum(lengths)[:-1]]
+        pos = np.arange(len(seq_id)) - starts[seq_id]
+        T = int(lengths.max()) if n_seq else 0
+        tensors = {}
+        for name, values in per_ball.items():
+            fill = IGNORE if name == "outcome" else (-1 if name == "row" else 0)
+            padded = np.full((n_seq, T), fill, dtype=np.int64)
+            padded[seq_id, pos] = values
+            tensors[name] = torch.from_numpy(padded)
+        padded = np.zeros((n_seq, T, numeric.shape[1]), dtype=np.float32)
+        padded[seq_id, pos] = numeric
+        tensors["numeric"] = torch.from_numpy(padded)
+        mask = np.zeros((n_seq, T), dtype=bool)
+        mask[seq_id, pos] = True
+        tensors["mask"] = torch.from_numpy(mask)
+        return cls(tensors, torch.from_numpy(lengths))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i: int) -> int:
+        return i  # batches are gathered in `collate`, one indexing per field rather than per sequence
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        idx = torch.as_tensor(indices)
+        T = int(self.lengths[idx].max())
+        return {name: t[idx, :T] for name, t in self.tensors.items()}
+
+    @property
+    def max_len(self) -> int:
+        return int(self.lengths.max()) if len(self.lengths) else 0
+
+
+class BucketBatchSampler(torch.utils.data.Sampler):
+    """Batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches."""
+
+    def __init__(self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0):
+        self.lengths, self.batch_size, self.shuffle, self.seed = lengths, batch_size, shuffle, seed
+        self.epoch = 0
+
+    def __iter__(self):
+        g = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1
+        order = torch.randperm(len(self.lengths), generator=g) if self.shuffle else torch.arange(len(self.lengths))
+        chunk = self.batch_size * 50
+        batches = []
+        for start in range(0, len(order), chunk):
+            part = order[start:start + chunk]
+            part = part[torch.argsort(self.lengths[part], descending=True, stable=True)]
+            batches += [part[i:i + self.batch_size].tolist() for i in range(0, len(part), self.batch_size)]
+        if self.shuffle:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=g)]
+        return iter(batches)
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+

@@ -1,0 +1,107 @@
+"""The model: positional encoding values, config validation, causality and the KV cache."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from cricket_attn.model import (
+    POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, KVCache, ModelConfig,
+    sinusoidal_table,
+)  # fmt: skip
+
+TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
+
+
+def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    r = lambda high: torch.randint(0, high, (B, T), generator=g)  # noqa: E731
+    return {
+        "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
+        "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
+        "legal_ball_index": torch.arange(T).expand(B, T), "ball_in_over": r(7), "over": r(20), "phase": r(3),
+        "batter_balls": r(90), "bowler_balls": r(24),
+    }  # fmt: skip
+
+
+def test_sinusoidal_values_match_the_formula():
+    d = 16
+    table = sinusoidal_table(200, d)
+    for pos in (0, 1, 7, 119, 199):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_positional_parts_are_switchable():
+    for combine in ("concat", "sum"):
+        for parts in (POSITIONAL_PARTS, ("absolute",), ("over", "phase"), ()):
+            cfg = ModelConfig(**TINY, positional_parts=parts, positional_combine=combine)
+            pe = CricketPositionalEncoding(cfg)
+            out = pe(random_batch(cfg))
+            assert (out == 0.0) if not parts else out.shape == (3, 20, 8)
+    # Without the batter part, changing balls faced changes nothing.
+    cfg = ModelConfig(**TINY, positional_parts=("absolute", "over"))
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    other = dict(batch, batter_balls=batch["batter_balls"] + 5)
+    assert torch.equal(model(batch), model(other))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [(dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
+     (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
+     (dict(positional_combine="product"), "model.positional_combine"),
+     (dict(positional_dim=7), "even width")],
+)  # fmt: skip
+def test_bad_config_names_the_setting(change, message):
+    with pytest.raises(ConfigError, match=message):
+        ModelConfig(**{**TINY, **change})
+    with pytest.raises(ConfigError, match="unknown model setting"):
+        ModelConfig.from_dict({**TINY, "d_modle": 8})
+
+
+def test_sequence_longer_than_the_model_allows():
+    cfg = ModelConfig(**TINY, max_len=16)
+    with pytest.raises(ValueError, match="longer than model.max_len=16"):
+        CricketTransformer(cfg)(random_batch(cfg, T=20))
+
+
+def test_later_balls_never_change_earlier_predictions():
+    cfg = ModelConfig(**TINY)
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    k = 11
+    changed = {name: t.clone() for name, t in batch.items()}
+    for name in changed:  # everything from position k + 1 on
+        if name == "numeric":
+            changed[name][:, k + 1:] = torch.randn_like(changed[name][:, k + 1:])
+        else:
+            changed[name][:, k + 1:] = torch.flip(changed[name][:, k + 1:], dims=[1])
+    a, b = model(batch), model(changed)
+    assert torch.equal(a[:, : k + 1], b[:, : k + 1])
+    assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
+
+
+@pytest.mark.parametrize("chunks", [[1] * 20, [5, 1, 1, 13], [20]])
+def test_kv_cache_matches_a_full_forward_pass(chunks):
+    torch.manual_seed(0)
+    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 3})
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    with torch.no_grad():
+        full = model(batch).softmax(-1)
+        cache, start, parts = KVCache(cfg.n_layers), 0, []
+        for size in chunks:
+            step = {name: t[:, start:start + size] for name, t in batch.items()}
+            parts.append(model(step, cache=cache).softmax(-1))
+            start += size
+        last = model(batch, last_only=True).softmax(-1)
+    incremental = torch.cat(parts, dim=1)
+    assert (incremental - full).abs().max().item() <= 1e-5
+    assert cache.length == 20
+    assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)

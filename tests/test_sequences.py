@@ -1,0 +1,106 @@
+"""Sequences from real matches: what a position may see, vocabularies, padding and the encoder's state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cricket_attn.model import START_OF_INNINGS, CricketTransformer, ModelConfig
+from cricket_attn.sequences import IGNORE, UNK, BucketBatchSampler, SequenceEncoder
+from cricket_attn.splits import SeasonSplit
+
+
+@pytest.fixture(scope="module")
+def parts(data_config, deliveries):
+    return SeasonSplit.from_config(data_config.split).split(deliveries)
+
+
+@pytest.fixture(scope="module")
+def encoder(parts):
+    return SequenceEncoder.fit(parts["train"], min_count=5)
+
+
+def test_positions_line_up_with_deliveries(encoder, parts):
+    test = parts["test"]
+    seqs = encoder.encode(test)
+    regular = test[~test["is_super_over"]]
+    assert len(seqs) == regular.groupby(["match_id", "innings"]).ngroups
+    t = seqs.tensors
+    rows = t["row"][t["mask"]].numpy()
+    assert sorted(rows) == sorted(regular.index)
+    # Position t's label is ball t; its input is ball t-1's outcome (or the start-of-innings token).
+    first = regular[(regular["match_id"] == regular["match_id"].iloc[0]) & (regular["innings"] == 1)]
+    n = len(first)
+    assert t["outcome"][0, :n].tolist() == first["outcome"].cat.codes.tolist()
+    assert t["prev_outcome"][0, 0] == START_OF_INNINGS
+    assert t["prev_outcome"][0, 1:n].tolist() == first["outcome"].cat.codes.tolist()[:-1]
+    # Right padding: labels ignored, mask off.
+    short = int(seqs.lengths.argmin())
+    L = int(seqs.lengths[short])
+    assert not t["mask"][short, L:].any() and (t["outcome"][short, L:] == IGNORE).all()
+
+
+def test_vocabularies_come_from_training_seasons_only(encoder, parts):
+    train_batters = set(parts["train"]["batter"].astype(str))
+    assert set(encoder.batters.tokens[1:]) <= train_batters and encoder.batters.tokens[0] == UNK
+    test_only = set(parts["test"]["batter"].astype(str)) - train_batters
+    assert test_only  # 2025-2026 debutants exist in the fixtures
+    name = sorted(test_only)[0]
+    seqs = encoder.encode(parts["test"])
+    rows = parts["test"].index[parts["test"]["batter"].astype(str) == name]
+    flat_rows, flat_batter = seqs.tensors["row"].flatten(), seqs.tensors["batter"].flatten()
+    assert (flat_batter[torch.isin(flat_rows, torch.as_tensor(rows))] == 0).all()
+
+
+def test_changing_ball_k_or_later_leaves_predictions_up_to_k_unchanged(encoder, parts):
+    """The leakage test through the whole pipeline: features, sequences and the causal model."""
+    innings = parts["test"]
+    first = innings[(innings["match_id"] == innings["match_id"].iloc[0]) & (innings["innings"] == 1)].copy()
+    torch.manual_seed(0)
+    model = CricketTransformer(ModelConfig(**encoder.model_dims(), d_model=16, n_heads=2, max_len=200)).eval()
+
+    def predict(d):
+        batch = encoder.encode(d).collate([0])
+        with torch.no_grad():
+            return model({k: v for k, v in batch.items()}).softmax(-1)[0]
+
+    base = predict(first)
+    for k in (0, 37, len(first) - 2):
+        changed = first.copy()
+        later = changed.index[k:]
+        # Ball k becomes a six, every later ball a wicket: runs, wickets and outcomes all change.
+        changed.loc[later[0], ["runs_batter", "runs_total"]] = 6
+        changed.loc[later[0], "outcome"] = "6"
+        changed.loc[later[1:], "wicket_count"] = 1
+        changed.loc[later[1:], "outcome"] = "wicket"
+        after = predict(changed)
+        assert torch.equal(after[: k + 1], base[: k + 1]), f"ball {k} leaked into earlier predictions"
+        assert not torch.allclose(after[k + 1:], base[k + 1:])
+
+
+def test_encoder_round_trips_through_plain_python(encoder, parts):
+    import json
+
+    state = encoder.to_dict()
+    again = SequenceEncoder.from_dict(json.loads(json.dumps(state)))  # plain types only
+    a, b = encoder.encode(parts["validation"]), again.encode(parts["validation"])
+    for name in a.tensors:
+        assert torch.allclose(a.tensors[name].float(), b.tensors[name].float(), atol=1e-5), name
+
+
+def test_rates_for_training_rows_exclude_their_own_match(encoder, parts):
+    train = parts["train"]
+    in_sample = encoder.rates["batter"].transform(train)
+    oof = encoder.rates["batter"].out_of_fold(train)
+    assert in_sample.shape == oof.shape and not np.allclose(in_sample, oof)
+
+
+def test_bucketed_batches_cover_every_sequence_once(encoder, parts):
+    seqs = encoder.encode(parts["train"])
+    sampler = BucketBatchSampler(seqs.lengths, batch_size=4, shuffle=True, seed=1)
+    batches = list(sampler)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(len(seqs))) and len(batches) == len(sampler)
+    batch = seqs.collate(batches[0])
+    assert batch["outcome"].shape[1] == int(seqs.lengths[batches[0]].max())
