@@ -89,19 +89,22 @@ class BallOutcomeModule(pl.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        # Compare settings before any weights are copied, so a mismatch reads as settings, not shapes.
-        saved = checkpoint.get("hyper_parameters", {}).get("model")
-        if saved is None:
+        # Runs before any weights are copied: a checkpoint that does not fit these settings gets one
+        # line naming the settings and the first parameter that differs, not a page of shape errors.
+        state = checkpoint.get("state_dict")
+        if not isinstance(state, dict) or "hyper_parameters" not in checkpoint:
             raise CheckpointError("not a cricket_attn checkpoint (no model settings inside)")
-        try:
-            saved = ModelConfig.from_dict(dict(saved)).to_dict()
-        except ConfigError as err:
-            raise CheckpointError(f"checkpoint's model settings do not fit this version: {err}") from None
-        here = self.model.cfg.to_dict()
-        diff = [k for k in here if saved[k] != here[k]]
-        if diff:
-            raise CheckpointError("checkpoint was trained with other model settings: " + ", ".join(
-                f"model.{k}={saved[k]!r} (here {here[k]!r})" for k in diff))
+        here = self.state_dict()
+        problems = [f"{k} is {list(v.shape)} in the checkpoint but {list(here[k].shape)} here"
+                    for k, v in state.items() if k in here and v.shape != here[k].shape]
+        problems += [f"{k} is missing from the checkpoint" for k in here if k not in state]
+        problems += [f"{k} is in the checkpoint but not in this model" for k in state if k not in here]
+        if problems:
+            cfg = self.model.cfg
+            raise CheckpointError(
+                f"checkpoint does not fit model settings d_model={cfg.d_model}, n_layers={cfg.n_layers}, "
+                f"positional_parts={list(cfg.positional_parts)}, positional_combine={cfg.positional_combine!r}: "
+                f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
 
 
 def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
@@ -120,6 +123,8 @@ def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
         module = BallOutcomeModule(**ckpt["hyper_parameters"])
         module.on_load_checkpoint(ckpt)
         module.load_state_dict(ckpt["state_dict"])
-    except (ConfigError, RuntimeError, TypeError) as err:
-        raise CheckpointError(f"{path}: does not fit this version's model: {str(err).splitlines()[0]}") from None
+    except (ConfigError, TypeError) as err:
+        raise CheckpointError(f"{path}: its settings do not fit this version's model: {err}") from None
+    except CheckpointError as err:
+        raise CheckpointError(f"{path}: {err}") from None
     return module.eval(), ckpt
