@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: main test test-all setup benchmark
+.PHONY: main train test test-all setup benchmark
 
 setup: $(STAMP)
 
@@ -21,6 +21,10 @@ main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
 	$(PY) -m cricket_attn.checks
 
+# Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.
+train: $(STAMP)
+	$(VENV)/bin/cricket-attn-train
+
 # The default test run: fast, on the real fixture matches; what CI runs.
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -q
@@ -31,3 +35,4 @@ test-all: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/ingest_speed.py
+	$(PY) benchmarks/train_speed.py

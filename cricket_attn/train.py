@@ -13,6 +13,7 @@ import hydra
 import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
+from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.lit_module import BallOutcomeModule
 from cricket_attn.model import ConfigError
@@ -72,7 +73,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     return results
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
     return train(cfg)["test/loss"]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -33,3 +36,15 @@ def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_pat
         train(tiny_config(tmp_path, "model.max_len=50"))
     with pytest.raises(ConfigError, match="model.d_model=8 is not divisible by model.n_heads=3"):
         train(tiny_config(tmp_path, "model.n_heads=3"))
+
+
+def test_console_script_finds_conf_from_any_folder(tmp_path):
+    import shutil
+    import subprocess
+
+    exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
+    out = subprocess.run([exe, "--cfg", "job", "model.d_model=32"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "d_model: 32" in out.stdout and "_target_: cricket_attn.datamodule.CricketDataModule" in out.stdout
+    bad = subprocess.run([exe, "model.d_modle=32"], cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode != 0 and "d_modle" in bad.stderr
