@@ -57,7 +57,6 @@ class CricketDataModule(pl.LightningDataModule):
             "validation": self.encoder.encode(parts["validation"]),
             "test": self.encoder.encode(parts["test"]),
         }
-        self.frames = {"train": fit_on, "validation": parts["validation"], "test": parts["test"]}
 
     def max_len(self) -> int:
         return max(ds.max_len for ds in self.datasets.values())

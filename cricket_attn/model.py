@@ -236,15 +236,3 @@ class CricketTransformer(nn.Module):
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
         return self.head(self.ln_f(x))
-
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-
-def checkpoint_config_error(saved: dict, expected: dict) -> str | None:
-    """Why a checkpoint's model settings cannot load into these ones, or None if they can."""
-    diff = {k: (saved.get(k), expected.get(k)) for k in set(saved) | set(expected) if saved.get(k) != expected.get(k)}
-    if not diff:
-        return None
-    return "; ".join(f"{k}: checkpoint has {a!r}, expected {b!r}" for k, (a, b) in sorted(diff.items()))
-

@@ -88,6 +88,52 @@ class SequenceEncoder:
         rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
         return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
 
+    def encode(self, values: pd.Series) -> np.ndarray:
+        return values.astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass
+class SequenceEncoder:
+    """Everything fitted on the training split that turns deliveries into model inputs.
+
+    Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
+    """
+
+    batters: Vocab
+    bowlers: Vocab
+    venues: Vocab
+    rates: dict[str, OutcomeRates]
+    mean: np.ndarray
+    std: np.ndarray
+    last_season: int
+    unit: str = "innings"
+
+    @classmethod
+    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
+            unit: str = "innings") -> SequenceEncoder:
+        if unit not in ("innings", "match"):
+            raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
+        enc = cls(
+            batters=Vocab.fit(train["batter"], min_count),
+            bowlers=Vocab.fit(train["bowler"], min_count),
+            venues=Vocab.fit(train["venue"], min_count),
+            rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
+            mean=np.zeros(0), std=np.ones(0), last_season=int(train["season"].max()), unit=unit,
+        )
+        numeric = enc.numeric(train, match_state(train, enc.last_season), out_of_fold=True)
+        enc.mean = numeric.mean(axis=0)
+        enc.std = numeric.std(axis=0) + 1e-6
+        return enc
+
+    def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
+        """Match state and rates, unscaled, (N, F). `out_of_fold` for the training rows the rates
+        were fitted on, so that no row's features contain its own outcome."""
+        rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
+        return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
+
     @property
     def feature_names(self) -> list[str]:
         return list(STATE_COLUMNS) + [n for r in self.rates.values() for n in r.names()]
