@@ -17,6 +17,9 @@ class CricketDataModule(pl.LightningDataModule):
     """`prepare_data` fetches and ingests (cached); `setup` splits by season and fits the encoder
     (vocabularies, player rates, feature scaling) on the training seasons only.
 
+    `season_half_life` weights training balls by recency: a ball from h seasons before the latest
+    training season counts half as much, which tracks the scoring drift of recent seasons.
+
     With `refit=True` the encoder and the training set take the validation seasons too: the second
     stage of "choose epochs on 2024, then refit through 2024". Test seasons are never fitted on.
     """
@@ -24,7 +27,7 @@ class CricketDataModule(pl.LightningDataModule):
     def __init__(self, sources: Sequence[str] | None = None, data_dir: str = "data", phases: Mapping | None = None,
                  split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
                  rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
-                 num_workers: int = 0, refit: bool = False, seed: int = 0):
+                 num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None):
         super().__init__()
         self.sources = list(sources) if sources else None
         self.data_dir = project_path(data_dir)
@@ -33,6 +36,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.unit, self.min_count, self.rate_strength = unit, min_count, rate_strength
         self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
         self.refit, self.seed = refit, seed
+        self.season_half_life = season_half_life
         self.encoder: SequenceEncoder | None = None
         self.tables: Ingested | None = None
         self.datasets: dict[str, BallSequences] = {}
@@ -57,6 +61,11 @@ class CricketDataModule(pl.LightningDataModule):
             "validation": self.encoder.encode(parts["validation"]),
             "test": self.encoder.encode(parts["test"]),
         }
+        if self.season_half_life:
+            train = self.datasets["train"].tensors
+            season = torch.as_tensor(fit_on["season"].to_numpy())
+            age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
+            train["weight"] = torch.pow(0.5, age / self.season_half_life) * train["mask"]
 
     def max_len(self) -> int:
         return max(ds.max_len for ds in self.datasets.values())

@@ -39,8 +39,13 @@ class BallOutcomeModule(pl.LightningModule):
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
         logits = self.model(batch)  # (B, T, n_classes)
         target = batch["outcome"]
+        n = int((target != IGNORE).sum())
+        if self.training and "weight" in batch:  # recency-weighted training (data.season_half_life)
+            ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE, reduction="none")
+            w = batch["weight"].flatten()
+            return (ce * w).sum() / w.sum(), logits, n
         loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
-        return loss, logits, int((target != IGNORE).sum())
+        return loss, logits, n
 
     def training_step(self, batch, batch_idx):
         loss, _, n = self._loss(batch)

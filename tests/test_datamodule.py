@@ -1,0 +1,45 @@
+"""The DataModule on real matches: what each split holds, refit, and recency weights."""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import OmegaConf
+
+from cricket_attn.datamodule import CricketDataModule
+from tests.conftest import FIXTURES
+
+
+def make(data_config, tmp_path, **kw) -> CricketDataModule:
+    dm = CricketDataModule(sources=[str(FIXTURES)], data_dir=str(tmp_path), min_count=5, batch_size=4,
+                           phases=OmegaConf.to_container(data_config.phases),
+                           split=OmegaConf.to_container(data_config.split), **kw)
+    dm.prepare_data()
+    dm.setup("fit")
+    return dm
+
+
+def seasons_of(dm, name):
+    rows = dm.datasets[name].tensors["row"]
+    return rows[rows >= 0].numel()
+
+
+def test_splits_and_refit(data_config, tmp_path):
+    dm = make(data_config, tmp_path)
+    refit = make(data_config, tmp_path, refit=True)
+    assert dm.encoder.last_season == 2023 and refit.encoder.last_season == 2024
+    # Refit trains on training + validation seasons; the test seasons are never fitted on.
+    assert seasons_of(refit, "train") == seasons_of(dm, "train") + seasons_of(dm, "validation")
+    assert seasons_of(refit, "test") == seasons_of(dm, "test")
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["outcome"].shape == batch["mask"].shape and batch["numeric"].dim() == 3
+    assert "weight" not in batch
+
+
+def test_recency_weights_halve_every_half_life(data_config, tmp_path):
+    dm = make(data_config, tmp_path, season_half_life=4.0)
+    t = dm.datasets["train"].tensors
+    w = t["weight"][t["mask"]]
+    assert (t["weight"][~t["mask"]] == 0).all()
+    # Fixture training seasons run 2008-2023: a 2023 ball weighs 1, a 2008 ball 0.5 ** (15 / 4).
+    assert torch.isclose(w.max(), torch.tensor(1.0)) and torch.isclose(w.min(), torch.tensor(0.5 ** (15 / 4)))
+    assert "weight" not in dm.datasets["validation"].tensors
