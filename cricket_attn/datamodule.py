@@ -55,9 +55,11 @@ class CricketDataModule(pl.LightningDataModule):
             labels = self.split.label(deliveries["season"])
             fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
         if self.encoder is None:
-            self.encoder = SequenceEncoder.fit(fit_on, self.min_count, self.rate_strength, self.unit)
+            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength, self.unit)
+        else:  # restored from a checkpoint
+            train_set = self.encoder.encode(fit_on, out_of_fold=True)
         self.datasets = {
-            "train": self.encoder.encode(fit_on, out_of_fold=True),
+            "train": train_set,
             "validation": self.encoder.encode(parts["validation"]),
             "test": self.encoder.encode(parts["test"]),
         }

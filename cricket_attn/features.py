@@ -108,7 +108,7 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     if last_season is not None:
         season = np.minimum(season, last_season)
     out["season_index"] = season - 2008
-    return out.astype(np.float32)
+    return out[list(STATE_COLUMNS)].astype(np.float32)
 
 
 @dataclass
@@ -151,6 +151,3 @@ class OutcomeRates:
             part = OutcomeRates(self.column, self.strength).fit(d[~held])
             out[held] = part.transform(d[held])
         return out
-
-    def names(self) -> list[str]:
-        return [f"{self.column}_rate_{o}" for o in OUTCOMES] + [f"{self.column}_log_n"]

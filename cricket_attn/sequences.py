@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.features import STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.features import OutcomeRates, match_state
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"
@@ -68,54 +68,15 @@ class SequenceEncoder:
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
             unit: str = "innings") -> SequenceEncoder:
-        if unit not in ("innings", "match"):
-            raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
-        enc = cls(
-            batters=Vocab.fit(train["batter"], min_count),
-            bowlers=Vocab.fit(train["bowler"], min_count),
-            venues=Vocab.fit(train["venue"], min_count),
-            rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
-            mean=np.zeros(0), std=np.ones(0), last_season=int(train["season"].max()), unit=unit,
-        )
-        numeric = enc.numeric(train, match_state(train, enc.last_season), out_of_fold=True)
-        enc.mean = numeric.mean(axis=0)
-        enc.std = numeric.std(axis=0) + 1e-6
-        return enc
-
-    def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
-        """Match state and rates, unscaled, (N, F). `out_of_fold` for the training rows the rates
-        were fitted on, so that no row's features contain its own outcome."""
-        rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
-        return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
-
-    def encode(self, values: pd.Series) -> np.ndarray:
-        return values.astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-
-@dataclass
-class SequenceEncoder:
-    """Everything fitted on the training split that turns deliveries into model inputs.
-
-    Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
-    """
-
-    batters: Vocab
-    bowlers: Vocab
-    venues: Vocab
-    rates: dict[str, OutcomeRates]
-    mean: np.ndarray
-    std: np.ndarray
-    last_season: int
-    unit: str = "innings"
+        return cls.fit_encode(train, min_count, rate_strength, unit)[0]
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-            unit: str = "innings") -> SequenceEncoder:
+    def fit_encode(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
+                   unit: str = "innings") -> tuple[SequenceEncoder, BallSequences]:
+        """Fit on the training deliveries and encode them (out of fold), computing their features once."""
         if unit not in ("innings", "match"):
             raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
+        train = train[~train["is_super_over"].astype(bool)]
         enc = cls(
             batters=Vocab.fit(train["batter"], min_count),
             bowlers=Vocab.fit(train["bowler"], min_count),
@@ -123,26 +84,26 @@ class SequenceEncoder:
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0), std=np.ones(0), last_season=int(train["season"].max()), unit=unit,
         )
-        numeric = enc.numeric(train, match_state(train, enc.last_season), out_of_fold=True)
+        state = match_state(train, enc.last_season)
+        numeric = enc.numeric(train, state, out_of_fold=True)
         enc.mean = numeric.mean(axis=0)
         enc.std = numeric.std(axis=0) + 1e-6
-        return enc
+        return enc, enc._sequences(train, state, numeric)
 
     def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
         """Match state and rates, unscaled, (N, F). `out_of_fold` for the training rows the rates
         were fitted on, so that no row's features contain its own outcome."""
         rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
         return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
-
-    @property
-    def feature_names(self) -> list[str]:
-        return list(STATE_COLUMNS) + [n for r in self.rates.values() for n in r.names()]
 
     def encode(self, d: pd.DataFrame, out_of_fold: bool = False) -> BallSequences:
         """Regular innings of `d` as sequences. Super overs are left out (their own tiny game)."""
         d = d[~d["is_super_over"].astype(bool)]
         state = match_state(d, self.last_season)
-        numeric = (self.numeric(d, state, out_of_fold) - self.mean) / self.std
+        return self._sequences(d, state, self.numeric(d, state, out_of_fold))
+
+    def _sequences(self, d: pd.DataFrame, state: pd.DataFrame, numeric: np.ndarray) -> BallSequences:
+        numeric = (numeric - self.mean) / self.std
         inn_start = d["delivery_index"].to_numpy() == 0
         prev = np.r_[START_OF_INNINGS, d["outcome"].cat.codes.to_numpy()[:-1]].astype(np.int64)
         prev[inn_start] = START_OF_INNINGS

@@ -18,7 +18,7 @@ def make(data_config, tmp_path, **kw) -> CricketDataModule:
     return dm
 
 
-def seasons_of(dm, name):
+def n_balls(dm, name):
     rows = dm.datasets[name].tensors["row"]
     return rows[rows >= 0].numel()
 
@@ -28,8 +28,8 @@ def test_splits_and_refit(data_config, tmp_path):
     refit = make(data_config, tmp_path, refit=True)
     assert dm.encoder.last_season == 2023 and refit.encoder.last_season == 2024
     # Refit trains on training + validation seasons; the test seasons are never fitted on.
-    assert seasons_of(refit, "train") == seasons_of(dm, "train") + seasons_of(dm, "validation")
-    assert seasons_of(refit, "test") == seasons_of(dm, "test")
+    assert n_balls(refit, "train") == n_balls(dm, "train") + n_balls(dm, "validation")
+    assert n_balls(refit, "test") == n_balls(dm, "test")
     batch = next(iter(dm.train_dataloader()))
     assert batch["outcome"].shape == batch["mask"].shape and batch["numeric"].dim() == 3
     assert "weight" not in batch

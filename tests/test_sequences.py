@@ -104,3 +104,11 @@ def test_bucketed_batches_cover_every_sequence_once(encoder, parts):
     assert flat == list(range(len(seqs))) and len(batches) == len(sampler)
     batch = seqs.collate(batches[0])
     assert batch["outcome"].shape[1] == int(seqs.lengths[batches[0]].max())
+
+
+def test_fit_encode_gives_the_same_training_set_as_encode(parts):
+    encoder, train_set = SequenceEncoder.fit_encode(parts["train"], min_count=5)
+    again = encoder.encode(parts["train"], out_of_fold=True)
+    assert set(train_set.tensors) == set(again.tensors)
+    for name, t in train_set.tensors.items():
+        assert torch.equal(t, again.tensors[name]), name
