@@ -11,6 +11,7 @@ from pathlib import Path
 
 import hydra
 import pytorch_lightning as pl
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.config import CONF_DIR
@@ -52,7 +53,10 @@ def train(cfg: DictConfig) -> dict[str, float]:
     dm = hydra.utils.instantiate(cfg.data)
     trainer, module = fit_stage(cfg, dm, callbacks)
     ckpt = callbacks["model_checkpoint"]
-    best_epoch = int(Path(ckpt.best_model_path).stem.split("=")[-1]) + 1 if ckpt.best_model_path else None
+    # Epochs to the best validation loss, as the checkpoint records them (not parsed from its file name).
+    best_epoch = None
+    if ckpt.best_model_path:
+        best_epoch = int(torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["epoch"]) + 1
     results = {"selection/best_val_loss": float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
                "selection/epochs": best_epoch}
     if cfg.refit and best_epoch:
