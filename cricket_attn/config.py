@@ -24,3 +24,9 @@ def project_path(path: str | Path) -> Path:
     """A path from config: relative paths are taken from the project root, not the current folder."""
     path = Path(path)
     return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+# `${project_root:}` in conf/ (paths.root_dir): the checkout, so outputs and mlflow.db land in one
+# place whatever the current folder.
+if not OmegaConf.has_resolver("project_root"):
+    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))

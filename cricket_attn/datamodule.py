@@ -75,7 +75,9 @@ class CricketDataModule(pl.LightningDataModule):
     def _loader(self, name: str, shuffle: bool) -> torch.utils.data.DataLoader:
         ds = self.datasets[name]
         size = self.batch_size if shuffle else self.eval_batch_size
-        sampler = BucketBatchSampler(ds.lengths, size, shuffle=shuffle, seed=self.seed)
+        trainer = self.trainer  # None outside a Trainer (e.g. notebooks)
+        rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+        sampler = BucketBatchSampler(ds.lengths, size, shuffle=shuffle, seed=self.seed, rank=rank, world_size=world)
         return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
                                            num_workers=self.num_workers)
 

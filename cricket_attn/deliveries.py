@@ -262,3 +262,33 @@ def summary(result: Ingested) -> str:
     lines.append(f"files skipped: {len(result.skipped)}")
     lines += [f"  {s.reason}" for s in result.skipped]
     return "\n".join(lines)
+
+
+def plain_types(d: pd.DataFrame) -> pd.DataFrame:
+    """The table with plain column types (strings, floats, bools), for exchange formats such as an
+    MLflow model signature or CSV. `restore_types` undoes it."""
+    out = d.copy()
+    for col in out.columns:
+        dtype = out[col].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            out[col] = out[col].astype(object).where(out[col].notna(), None)
+        elif dtype in ("Int64", "Float64"):
+            out[col] = out[col].astype("float64")
+    return out
+
+
+def restore_types(d: pd.DataFrame) -> pd.DataFrame:
+    """A deliveries table given with plain types, back to the types `build_tables` makes."""
+    out = d.copy()
+    for col in _CATEGORICAL:
+        if col in out.columns:
+            out[col] = out[col].astype("category")
+    for col, categories in (("outcome", OUTCOMES), ("phase", PHASES)):
+        if col in out.columns:
+            out[col] = pd.Categorical(out[col].astype(object), categories=categories)
+    for col in ("scheduled_overs", "target_runs"):
+        if col in out.columns:
+            out[col] = pd.to_numeric(out[col]).astype("Int64")
+    if "target_overs" in out.columns:
+        out["target_overs"] = pd.to_numeric(out["target_overs"]).astype("Float64")
+    return out

@@ -23,7 +23,7 @@ class BallOutcomeModule(pl.LightningModule):
     def __init__(self, model: dict, lr: float = 2e-3, weight_decay: float = 0.1, warmup_steps: int = 100,
                  min_lr_ratio: float = 0.05, betas: tuple[float, float] = (0.9, 0.98)):
         super().__init__()
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the run logs its whole config once (cricket_attn.tracking)
         self.model = CricketTransformer(ModelConfig.from_dict(dict(model)))
         n = self.model.cfg.n_classes
         self.metrics = torch.nn.ModuleDict({

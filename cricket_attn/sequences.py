@@ -197,10 +197,16 @@ class BallSequences(torch.utils.data.Dataset):
 
 
 class BucketBatchSampler(torch.utils.data.Sampler):
-    """Batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches."""
+    """Batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches.
 
-    def __init__(self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0):
+    Under data-parallel training each of `world_size` processes takes every world_size-th batch
+    (the same number each, so no process waits on another at the end of an epoch).
+    """
+
+    def __init__(self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0,
+                 rank: int = 0, world_size: int = 1):
         self.lengths, self.batch_size, self.shuffle, self.seed = lengths, batch_size, shuffle, seed
+        self.rank, self.world_size = rank, world_size
         self.epoch = 0
 
     def __iter__(self):
@@ -215,8 +221,11 @@ class BucketBatchSampler(torch.utils.data.Sampler):
             batches += [part[i:i + self.batch_size].tolist() for i in range(0, len(part), self.batch_size)]
         if self.shuffle:
             batches = [batches[i] for i in torch.randperm(len(batches), generator=g)]
+        if self.world_size > 1:
+            batches = batches[self.rank:len(self) * self.world_size:self.world_size]
         return iter(batches)
 
     def __len__(self) -> int:
-        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+        n = (len(self.lengths) + self.batch_size - 1) // self.batch_size
+        return n // self.world_size if self.world_size > 1 else n
 

@@ -1,23 +1,32 @@
-"""`cricket-attn-train`: a Hydra app over conf/ that fits the transformer and tests it.
+"""`cricket-attn-train`: a Hydra app over conf/ that fits the transformer, tests it and tracks it in MLflow.
 
 Protocol: fit on the training seasons with early stopping on the validation season (that chooses the
 number of epochs); with `refit=true`, train a fresh model on training + validation seasons for that
 many epochs; then score the test seasons, which nothing before has touched.
+
+Each run is one MLflow run: the resolved config (artifact and params), per-epoch losses (the refit
+stage's prefixed `refit-`), the test report (metrics, plots, scored deliveries), the checkpoint path
+and the model. `resume=<output folder>` continues a killed run from its last checkpoint, in the same
+MLflow run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import hydra
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig, OmegaConf
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.lit_module import BallOutcomeModule
 from cricket_attn.model import ConfigError
+from cricket_attn.scoring import score_deliveries
 
 
 def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
@@ -32,54 +41,176 @@ def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
             raise ConfigError(f"{setting}={have} is too small: the data has {needed} {what}")
 
 
-def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, max_epochs: int | None = None):
+@dataclass
+class Run:
+    """Where this run writes: its output folder, and its MLflow run (None with logger=null)."""
+
+    cfg: DictConfig
+    folder: Path
+    state: dict = field(default_factory=dict)  # what a resume needs: MLflow run id, chosen epochs
+
+    @property
+    def tracked(self) -> bool:
+        return "run_id" in self.state
+
+    @property
+    def uri(self) -> str:
+        return self.state["tracking_uri"]
+
+    @property
+    def run_id(self) -> str:
+        return self.state["run_id"]
+
+    def save(self) -> None:
+        tracking.write_run_file(self.folder, self.state)
+
+    def logger(self, prefix: str = ""):
+        if not self.tracked:
+            return False
+        return hydra.utils.instantiate(self.cfg.logger, run_id=self.run_id, prefix=prefix)
+
+
+def open_run(cfg: DictConfig) -> Run:
+    """The run's folder and MLflow run: new, or the earlier one named by `resume`. The tracking
+    store is checked before anything else happens, so a bad URI fails in seconds."""
+    if cfg.resume:
+        folder = Path(cfg.resume).resolve()
+        state = tracking.read_run_file(folder)
+        with open_dict(cfg):
+            cfg.paths.output_dir = str(folder)  # checkpoints continue where they were
+        run = Run(cfg, folder, state)
+        if run.tracked:
+            tracking.check_tracking_uri(run.uri)
+            tracking.MlflowClient(run.uri).update_run(run.run_id, status="RUNNING")
+        return run
+    folder = Path(cfg.paths.output_dir)
+    run = Run(cfg, folder)
+    if cfg.get("logger"):
+        uri = cfg.logger.tracking_uri
+        tracking.check_tracking_uri(uri)
+        tags, name = {"model_family": "transformer", "output_dir": str(folder)}, cfg.logger.get("run_name")
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            name = name or hc.job.override_dirname or "transformer"
+            if hc.mode == hydra.types.RunMode.MULTIRUN:
+                tags.update(sweep=str(hc.sweep.dir), sweep_job=str(hc.job.num))
+        run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags)}
+    run.save()
+    return run
+
+
+def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, max_epochs: int | None = None,
+              ckpt_path: str | None = None) -> tuple[pl.Trainer, BallOutcomeModule]:
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     check_data_fits_model(dm, model)
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
-    kwargs = {"callbacks": list(callbacks.values())}
+    kwargs = {"callbacks": [c for c in callbacks.values() if c is not None], "logger": logger}
     if max_epochs is not None:
         kwargs["max_epochs"] = max_epochs
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
-    trainer.fit(module, dm)
+    trainer.fit(module, dm, ckpt_path=ckpt_path)
     return trainer, module
 
 
-def train(cfg: DictConfig) -> dict[str, float]:
-    """Fit, optionally refit, test. Returns the test metrics."""
+def _last(folder: Path) -> str | None:
+    path = folder / "last.ckpt"
+    return str(path) if path.is_file() else None
+
+
+def run_protocol(cfg: DictConfig, run: Run) -> dict:
     pl.seed_everything(cfg.seed, workers=True)
-    callbacks = {name: hydra.utils.instantiate(c) for name, c in cfg.callbacks.items()}
-    dm = hydra.utils.instantiate(cfg.data)
-    trainer, module = fit_stage(cfg, dm, callbacks)
+    callbacks = {name: hydra.utils.instantiate(c) if c else None for name, c in cfg.callbacks.items()}
     ckpt = callbacks["model_checkpoint"]
-    # Epochs to the best validation loss, as the checkpoint records them (not parsed from its file name).
-    best_epoch = None
-    if ckpt.best_model_path:
-        best_epoch = int(torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["epoch"]) + 1
-    results = {"selection/best_val_loss": float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
-               "selection/epochs": best_epoch}
+    dm = hydra.utils.instantiate(cfg.data)
+    resuming = bool(cfg.resume)
+    if run.state.get("selection_final"):  # resumed after the selection stage had finished for good
+        dm.prepare_data()
+        dm.setup("test")
+        trainer = hydra.utils.instantiate(cfg.trainer, logger=run.logger(), callbacks=[])
+        best_path = run.state["selection_checkpoint"]
+        module = BallOutcomeModule(**torch.load(best_path, map_location="cpu", weights_only=True)["hyper_parameters"])
+    else:  # a new run, or a resumed one continuing from its last checkpoint (to a new max_epochs, say)
+        trainer, module = fit_stage(cfg, dm, callbacks, run.logger(),
+                                    ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
+        best_path = ckpt.best_model_path
+        # Epochs to the best validation loss, as the checkpoint records them (not its file name).
+        best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
+        stopper = callbacks.get("early_stopping")
+        run.state.update(selection_epochs=best, selection_checkpoint=best_path,
+                         selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
+                         selection_final=bool(stopper is not None and stopper.stopped_epoch > 0))
+        run.save()
+    best_epoch = run.state["selection_epochs"]
+    results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
     if cfg.refit and best_epoch:
         # Second stage: the same recipe on training + validation seasons, for the chosen epoch count.
+        run.state["selection_final"] = True  # a resume from here on continues the refit
+        run.save()
         pl.seed_everything(cfg.seed, workers=True)
-        refit_dm = hydra.utils.instantiate(cfg.data, refit=True)
-        refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None,
-                                             dirpath=str(Path(ckpt.dirpath) / "refit"), filename="refit-{epoch:02d}")
-        trainer, module = fit_stage(cfg, refit_dm, {"model_checkpoint": refit_ckpt}, max_epochs=best_epoch)
-        tested = trainer.test(module, refit_dm, verbose=False)
+        dm = hydra.utils.instantiate(cfg.data, refit=True)
+        refit_dir = Path(ckpt.dirpath) / "refit"
+        refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
+                                             filename="refit-{epoch:02d}")
+        trainer, module = fit_stage(cfg, dm, {"model_checkpoint": refit_ckpt}, run.logger("refit"),
+                                    max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
+        tested = trainer.test(module, dm, verbose=False)
         results["checkpoint"] = refit_ckpt.last_model_path or refit_ckpt.best_model_path
     else:
-        tested = trainer.test(module, dm, ckpt_path=ckpt.best_model_path or None, verbose=False)
-        results["checkpoint"] = ckpt.best_model_path
+        tested = trainer.test(module, dm, ckpt_path=best_path or None, verbose=False)
+        results["checkpoint"] = best_path
     results.update({k: float(v) for k, v in tested[0].items()})
+    report(cfg, run, dm, module, results)
     for key, value in results.items():
         print(f"{key}: {value}")
     return results
 
 
+def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcomeModule, results: dict) -> None:
+    """Score every test delivery with the tested model; log the report, checkpoint and model."""
+    test = dm.split.split(dm.tables.deliveries)["test"]
+    scored = score_deliveries(module.model, dm.encoder, test, dm.eval_batch_size)
+    if not run.tracked:
+        from cricket_attn.metrics import score
+
+        results.update({f"test/{k}": v for k, v in score(scored).items()})
+        return
+    results.update({f"test/{k}": v for k, v in tracking.log_scored(run.uri, run.run_id, scored, "test").items()})
+    client = tracking.MlflowClient(run.uri)
+    for key in ("selection/best_val_loss", "selection/epochs"):
+        if results.get(key) is not None:
+            client.log_metric(run.run_id, key, float(results[key]))
+    if results.get("checkpoint"):
+        client.set_tag(run.run_id, "checkpoint", str(Path(results["checkpoint"]).resolve()))
+        if cfg.mlflow.log_model:
+            from cricket_attn.serving import log_model
+
+            first = test["match_id"].iloc[0] if len(test) else None
+            example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
+            log_model(run.run_id, results["checkpoint"], example, cfg.mlflow.registered_model_name)
+
+
+def train(cfg: DictConfig) -> dict:
+    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+    run = open_run(cfg)
+    if run.tracked:
+        tracking.log_config(run.uri, run.run_id, cfg)
+    try:
+        results = run_protocol(cfg, run)
+    except BaseException as err:
+        if run.tracked:
+            tracking.end_run(run.uri, run.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        raise
+    if run.tracked:
+        tracking.end_run(run.uri, run.run_id, "FINISHED")
+        results["mlflow_run_id"] = run.run_id
+    return results
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
-    return train(cfg)["test/loss"]
+    return train(cfg)["test/log_loss"]
 
 
 if __name__ == "__main__":

@@ -46,3 +46,30 @@ def ipl_tables(phases, data_config) -> Ingested:
     from cricket_attn.deliveries import load_tables
 
     return load_tables(None, phases, data_dir=project_path(data_config.data_dir))
+
+
+def tiny_train_config(folder: Path, *extra: str):
+    """The real conf/ tree, shrunk: fixture matches, a tiny model, two epochs, MLflow in `folder`."""
+    from hydra import compose, initialize_config_dir
+
+    from cricket_attn.config import CONF_DIR
+
+    overrides = [
+        f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", "data.min_count=5", "data.batch_size=8",
+        "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "trainer.max_epochs=2", "optim.warmup_steps=2",
+        f"paths.output_dir={folder / 'run'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", *extra,
+    ]  # fmt: skip
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.fixture(scope="session")
+def tracked_run(tmp_path_factory):
+    """One tiny default-protocol run (fit, refit, test) on the fixture matches, tracked in MLflow."""
+    from cricket_attn.train import train
+
+    folder = tmp_path_factory.mktemp("tracked")
+    cfg = tiny_train_config(folder)
+    results = train(cfg)
+    return {"folder": folder, "cfg": cfg, "results": results, "uri": cfg.paths.mlflow_uri,
+            "run_id": results["mlflow_run_id"]}

@@ -6,36 +6,26 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from cricket_attn.config import CONF_DIR
 from cricket_attn.model import ConfigError
 from cricket_attn.train import train
-from tests.conftest import FIXTURES
+from tests.conftest import tiny_train_config
 
 
-def tiny_config(tmp_path, *extra: str):
-    overrides = [
-        f"data.sources=[{FIXTURES}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5", "data.batch_size=8",
-        "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "trainer.max_epochs=2", "optim.warmup_steps=2",
-        f"output_dir={tmp_path / 'run'}", *extra,
-    ]  # fmt: skip
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
-
-
-def test_fit_refit_and_test_on_real_matches(tmp_path):
-    results = train(tiny_config(tmp_path))
-    assert 1.0 < results["test/loss"] < 3.0 and 0.0 <= results["test/ece"] <= 1.0
+def test_fit_refit_and_test_on_real_matches(tracked_run):
+    results = tracked_run["results"]
+    assert 1.0 < results["test/log_loss"] < 3.0 and 0.0 <= results["test/ece"] <= 1.0
     assert results["selection/epochs"] in (1, 2)
-    assert "refit" in results["checkpoint"] and (tmp_path / "run" / "checkpoints").is_dir()
+    assert "refit" in results["checkpoint"] and (tracked_run["folder"] / "run" / "checkpoints").is_dir()
+    # Lightning's test loss and the report's scikit-learn log loss are the same number, on the same balls.
+    assert abs(results["test/loss"] - results["test/log_loss"]) < 1e-5
 
 
 def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_path):
     with pytest.raises(ConfigError, match=r"model.max_len=50 is too small: the data has \d+ deliveries"):
-        train(tiny_config(tmp_path, "model.max_len=50"))
+        train(tiny_train_config(tmp_path, "model.max_len=50"))
     with pytest.raises(ConfigError, match="model.d_model=8 is not divisible by model.n_heads=3"):
-        train(tiny_config(tmp_path, "model.n_heads=3"))
+        train(tiny_train_config(tmp_path, "model.n_heads=3"))
 
 
 def test_console_script_finds_conf_from_any_folder(tmp_path):

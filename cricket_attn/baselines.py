@@ -1,0 +1,236 @@
+"""`cricket-attn-baselines`: scikit-learn baselines on the transformer's split, protocol and metrics.
+
+Each baseline is fitted like the transformer: settings chosen on the validation season (the
+gradient-boosting iteration count), then, with `refit=true`, refitted on training + validation
+seasons and scored on the test seasons. Each is an MLflow run in the transformer's experiment, with
+its log-loss difference from a transformer run, paired on the same deliveries, with a bootstrap
+interval resampled by match.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from cricket_attn import tracking
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import CONF_DIR
+from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.features import STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.metrics import PROB_COLUMNS, labels_of, paired_difference
+from cricket_attn.scoring import DELIVERY_COLUMNS
+from cricket_attn.splits import SeasonSplit
+
+N_CLASSES = len(OUTCOMES)
+RATE_COLUMNS = ("batter", "bowler", "venue")
+
+
+@dataclass
+class TabularFeatures:
+    """Handcrafted pre-ball features: the match state, the over, and players' and venues' shrunk
+    outcome rates (target encodings) fitted on the fitting seasons only, out of fold for their rows."""
+
+    rates: dict[str, OutcomeRates]
+    last_season: int
+
+    @classmethod
+    def fit_transform(cls, fit_on: pd.DataFrame, strength: float) -> tuple[TabularFeatures, np.ndarray]:
+        feats = cls({c: OutcomeRates(c, strength).fit(fit_on) for c in RATE_COLUMNS}, int(fit_on["season"].max()))
+        return feats, feats._matrix(fit_on, [r.out_of_fold(fit_on) for r in feats.rates.values()])
+
+    def transform(self, d: pd.DataFrame) -> np.ndarray:
+        return self._matrix(d, [r.transform(d) for r in self.rates.values()])
+
+    def _matrix(self, d: pd.DataFrame, rates: list[np.ndarray]) -> np.ndarray:
+        state = match_state(d, self.last_season).to_numpy()
+        return np.hstack([state, d[["over"]].to_numpy(dtype=np.float32), *rates]).astype(np.float32)
+
+    @staticmethod
+    def names() -> list[str]:
+        rates = [f"{c}_{kind}" for c in RATE_COLUMNS for kind in [*OUTCOMES, "log_n"]]
+        return [*STATE_COLUMNS, "over", *rates]
+
+
+class Marginal:
+    """The training class mix, for every ball."""
+
+    def fit(self, X, y):
+        self.prior = np.bincount(y, minlength=N_CLASSES) / len(y)
+        return self
+
+    def predict_proba(self, X):
+        return np.tile(self.prior, (len(X), 1))
+
+
+class FrequencyTable:
+    """Outcome mix per cell of phase x wickets down x ball in over, shrunk towards the class mix."""
+
+    COLUMNS = ("phase", "wickets_before", "ball_in_over")
+
+    def __init__(self, strength: float = 50.0):
+        self.strength = strength
+
+    def _cells(self, X: pd.DataFrame) -> pd.Series:
+        return X[list(self.COLUMNS)].astype(str).agg("|".join, axis=1)
+
+    def fit(self, X: pd.DataFrame, y: np.ndarray):
+        self.prior = np.bincount(y, minlength=N_CLASSES) / len(y)
+        counts = pd.crosstab(self._cells(X).to_numpy(), y).reindex(columns=range(N_CLASSES), fill_value=0)
+        self.table = (counts + self.strength * self.prior).div(counts.sum(axis=1) + self.strength, axis=0)
+        return self
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        found = self.table.reindex(self._cells(X).to_numpy())
+        return found.fillna(pd.Series(self.prior, index=range(N_CLASSES))).to_numpy()
+
+
+def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
+    names = TabularFeatures.names()
+    return pd.DataFrame({"phase": d["phase"].astype(str).to_numpy(),
+                         "wickets_before": X[:, names.index("wickets_before")].astype(int),
+                         "ball_in_over": X[:, names.index("ball_in_over")].astype(int)})
+
+
+def fit_baseline(name: str, settings: dict, X_fit, y_fit, X_val=None, y_val=None) -> tuple[object, dict]:
+    """A fitted model, and what was chosen on validation (if anything)."""
+    if name == "marginal":
+        return Marginal().fit(X_fit, y_fit), {}
+    if name == "frequency_table":
+        return FrequencyTable(**settings).fit(X_fit, y_fit), {}
+    if name == "logistic":
+        model = make_pipeline(StandardScaler(), LogisticRegression(**settings))
+        return model.fit(X_fit, y_fit), {}
+    if name == "hist_gradient_boosting":
+        if X_val is not None:  # choose the iteration count on the validation season
+            model = HistGradientBoostingClassifier(**settings, early_stopping=True)
+            model.fit(X_fit, y_fit, X_val=X_val, y_val=y_val)
+            return model, {"max_iter": int(model.n_iter_)}
+        return HistGradientBoostingClassifier(**settings, early_stopping=False).fit(X_fit, y_fit), {}
+    raise ValueError(f"baselines.models: unknown baseline {name!r}")
+
+
+def _inputs(name: str, d: pd.DataFrame, X: np.ndarray):
+    return _cells_frame(d, X) if name == "frequency_table" else X
+
+
+def run_baselines(cfg: DictConfig) -> pd.DataFrame:
+    """Fit, score and log every configured baseline; returns the comparison table."""
+    data = cfg.data
+    phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
+    split = SeasonSplit.from_config(OmegaConf.to_container(data.split, resolve=True))
+    from cricket_attn.config import project_path
+
+    uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
+    tracking.check_tracking_uri(uri)
+    reference = find_transformer_run(uri, experiment, cfg.baselines.against)
+    tables = load_tables(list(data.sources) if data.sources else None, phases, project_path(data.data_dir))
+    d = tables.deliveries
+    d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
+    labels = split.label(d["season"])
+    train, val, test = (d[labels == s].reset_index(drop=True) for s in ("train", "validation", "test"))
+    fit_final = pd.concat([train, val], ignore_index=True) if cfg.refit else train
+    strength = float(data.rate_strength)
+
+    # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
+    sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
+    X_val = sel_feats.transform(val)
+    feats, X_fit = TabularFeatures.fit_transform(fit_final, strength)
+    X_test = feats.transform(test)
+    y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
+    ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
+
+    rows = []
+    for name, settings in cfg.baselines.models.items():
+        settings = OmegaConf.to_container(settings, resolve=True) or {}
+        start = time.perf_counter()
+        chosen = {}
+        if name == "hist_gradient_boosting":
+            _, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
+        model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
+        probs = model.predict_proba(_inputs(name, test, X_test))
+        seconds = time.perf_counter() - start
+        scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
+        for j, col in enumerate(PROB_COLUMNS):
+            scored[col] = probs[:, j]
+        run_id = tracking.start_run(uri, experiment, name, {"model_family": "baseline", "baseline": name})
+        try:
+            client = tracking.MlflowClient(uri)
+            params = {"baseline": name, "refit": str(cfg.refit), "fit_seasons": f"{fit_final['season'].min()}-"
+                      f"{fit_final['season'].max()}", **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
+            params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
+            client.log_batch(run_id, params=[tracking.mlflow.entities.Param(k, v[:tracking.PARAM_LIMIT])
+                                             for k, v in params.items()][:100])
+            metrics = tracking.log_scored(uri, run_id, scored, "test", name)
+            client.log_metric(run_id, "fit_seconds", seconds)
+            row = {"model": name, **{k: metrics[k] for k in ("log_loss", "brier", "accuracy", "ece")}, "run_id": run_id}
+            if ref_scored is not None:
+                paired = paired_difference(scored, ref_scored, cfg.baselines.n_boot, cfg.seed)
+                for k in ("diff", "ci_low", "ci_high"):
+                    client.log_metric(run_id, f"paired/{k}_vs_transformer", paired[k])
+                client.set_tag(run_id, "paired_against", reference)
+                row.update({f"{k}_vs_transformer": paired[k] for k in ("diff", "ci_low", "ci_high")})
+            tracking.end_run(uri, run_id, "FINISHED")
+        except BaseException:
+            tracking.end_run(uri, run_id, "FAILED")
+            raise
+        rows.append(row)
+        print(f"{name}: test log loss {row['log_loss']:.4f} ({seconds:.1f} s)", flush=True)
+    table = comparison_table(uri, reference, rows)
+    out = Path(cfg.paths.output_dir) / "comparison.md"
+    with atomic_path(out) as tmp:
+        tmp.write_text(table)
+    print(table)
+    print(f"written: {out}")
+    return pd.DataFrame(rows)
+
+
+def find_transformer_run(uri: str, experiment: str, against: str | None) -> str | None:
+    """The transformer run to pair against: `against` (a run id), else the latest finished one."""
+    if against:
+        return against
+    client = tracking.MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    runs = client.search_runs([exp.experiment_id], "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=20)
+    for run in runs:
+        if "test/log_loss" in run.data.metrics:
+            return run.info.run_id
+    return None
+
+
+def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:
+    """Markdown: each model's test metrics and its paired log-loss difference from the transformer."""
+    lines = ["| model | log loss | Brier | accuracy | ECE | log loss - transformer [95% CI, by match] |",
+             "|---|---|---|---|---|---|"]
+    if reference:
+        m = tracking.MlflowClient(uri).get_run(reference).data.metrics
+        lines.append(f"| transformer (run {reference[:8]}) | {m['test/log_loss']:.4f} | {m['test/brier']:.4f} | "
+                     f"{m['test/accuracy']:.4f} | {m['test/ece']:.4f} | 0 (reference) |")
+    for r in rows:
+        paired = (f"{r['diff_vs_transformer']:+.4f} [{r['ci_low_vs_transformer']:+.4f}, {r['ci_high_vs_transformer']:+.4f}]"
+                  if "diff_vs_transformer" in r else "no transformer run to pair with")
+        lines.append(f"| {r['model']} | {r['log_loss']:.4f} | {r['brier']:.4f} | {r['accuracy']:.4f} | "
+                     f"{r['ece']:.4f} | {paired} |")
+    return "\n".join(lines) + "\n"
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="baselines")
+def main(cfg: DictConfig) -> None:
+    run_baselines(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Scores of predicted outcome distributions, shared by training, evaluation, baselines and prediction.
+
+Everything works on a *scored frame*: one row per delivery with `match_id`, `innings`,
+`delivery_index`, `phase`, `outcome` and the probability columns `PROB_COLUMNS`. Metrics come from
+scikit-learn and torchmetrics, so there is one definition of each, used everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+from torchmetrics.functional.classification import multiclass_calibration_error
+
+from cricket_attn.atomic import atomic_path
+from cricket_attn.cricsheet import OUTCOMES
+
+PROB_COLUMNS = tuple(f"p_{name}" for name in OUTCOMES)  # p_dot, p_1, ..., p_bye, in class order
+KEY_COLUMNS = ("match_id", "innings", "delivery_index")
+ECE_BINS = 15
+# Runs each outcome is worth to the batting side, for the expected runs of a ball. Wides and no-balls
+# count their one-run penalty; byes count one (the commonest).
+OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
+
+
+def labels_of(frame: pd.DataFrame) -> np.ndarray:
+    return pd.Categorical(frame["outcome"], categories=OUTCOMES).codes.astype(np.int64)
+
+
+def probabilities(frame: pd.DataFrame) -> np.ndarray:
+    return frame[list(PROB_COLUMNS)].to_numpy(dtype=np.float64)
+
+
+def per_ball_log_loss(frame: pd.DataFrame) -> np.ndarray:
+    """-log p(actual outcome) for each delivery, in nats."""
+    p = probabilities(frame)
+    return -np.log(np.clip(p[np.arange(len(p)), labels_of(frame)], 1e-15, 1.0))
+
+
+def score(frame: pd.DataFrame) -> dict[str, float]:
+    """Log loss (nats), Brier score, accuracy, top-label ECE, and log loss per match phase."""
+    y, p = labels_of(frame), probabilities(frame)
+    if (y < 0).any():
+        raise ValueError("every scored delivery needs a known outcome")
+    labels = list(range(len(OUTCOMES)))
+    out = {
+        "log_loss": float(log_loss(y, p, labels=labels)),
+        "brier": float(brier_score_loss(y, p, labels=labels)),
+        "accuracy": float(accuracy_score(y, p.argmax(axis=1))),
+        "ece": float(multiclass_calibration_error(torch.from_numpy(p), torch.from_numpy(y), len(OUTCOMES),
+                                                  n_bins=ECE_BINS, norm="l1")),
+        "deliveries": float(len(frame)),
+    }
+    for phase, part in frame.groupby("phase", observed=True, sort=True):
+        out[f"log_loss_{phase}"] = float(log_loss(labels_of(part), probabilities(part), labels=labels))
+    return out
+
+
+def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,
+                      seed: int = 0) -> dict[str, float]:
+    """Mean log-loss difference (model - reference) on the deliveries both scored, with a 95%
+    bootstrap interval that resamples whole matches (balls of one match are not independent)."""
+    keys = list(KEY_COLUMNS)
+    both = model[keys + ["outcome"] + list(PROB_COLUMNS)].merge(
+        reference[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_ref"), validate="one_to_one")
+    if len(both) == 0:
+        raise ValueError("the two scored frames share no deliveries")
+    ref = both[keys + ["outcome"]].assign(**{c: both[f"{c}_ref"] for c in PROB_COLUMNS})
+    diff = per_ball_log_loss(both) - per_ball_log_loss(ref)
+    match_codes, _ = pd.factorize(both["match_id"])
+    n_matches = match_codes.max() + 1
+    sums = np.bincount(match_codes, weights=diff, minlength=n_matches)
+    counts = np.bincount(match_codes, minlength=n_matches)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_matches, size=(n_boot, n_matches))
+    boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high),
+            "deliveries": float(len(both)), "matches": float(n_matches)}
+
+
+def reliability_table(frame: pd.DataFrame, n_bins: int = ECE_BINS) -> pd.DataFrame:
+    """Top-label confidence against accuracy, in equal-width confidence bins (as the ECE uses)."""
+    p = probabilities(frame)
+    conf, correct = p.max(axis=1), (p.argmax(axis=1) == labels_of(frame))
+    bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)
+    table = pd.DataFrame({"bin": bins, "confidence": conf, "accuracy": correct.astype(float)})
+    return table.groupby("bin").agg(confidence=("confidence", "mean"), accuracy=("accuracy", "mean"),
+                                    deliveries=("accuracy", "size")).reset_index()
+
+
+def plot_reliability(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = reliability_table(frame)
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
+    ax.plot(table["confidence"], table["accuracy"], marker="o", label="model")
+    ax.set(xlabel="predicted probability of the top outcome", ylabel="how often it happened",
+           xlim=(0, 1), ylim=(0, 1), title=title or "Reliability (top label)")
+    ax.legend(loc="upper left")
+    return _save(fig, path)
+
+
+def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Log loss by match phase, with the class-mix (marginal) loss of the same balls for scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(range(len(OUTCOMES)))
+    phases, model, marginal = [], [], []
+    for phase, part in frame.groupby("phase", observed=True, sort=True):
+        y = labels_of(part)
+        mix = np.bincount(y, minlength=len(OUTCOMES)) / len(y)
+        phases.append(str(phase))
+        model.append(log_loss(y, probabilities(part), labels=labels))
+        marginal.append(log_loss(y, np.tile(mix, (len(y), 1)), labels=labels))
+    x = np.arange(len(phases))
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.bar(x - 0.2, model, width=0.4, label="model")
+    ax.bar(x + 0.2, marginal, width=0.4, label="phase class mix (in-sample)")
+    ax.set_xticks(x, phases)
+    ax.set(ylabel="log loss (nats)", ylim=(min(model + marginal) - 0.1, max(model + marginal) + 0.05),
+           title=title or "Log loss by phase")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    return path

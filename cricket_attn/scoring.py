@@ -1,0 +1,53 @@
+"""A trained model's outcome distribution for every delivery of a deliveries table.
+
+One function, used by the training report, `cricket-attn-evaluate`, `cricket-attn-predict` and the
+MLflow pyfunc model, so they all give the same numbers for the same ball.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
+from cricket_attn.model import CricketTransformer
+from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+
+# What a scored frame carries about each delivery, before the probabilities.
+DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "ball_in_over", "phase",
+                    "batter", "bowler", "outcome")  # fmt: skip
+
+
+@torch.no_grad()
+def sequence_probabilities(model: CricketTransformer, sequences: BallSequences, batch_size: int = 256,
+                           device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """(rows, probabilities): the table row of every real position and its predicted distribution."""
+    model.eval()
+    rows, probs = [], []
+    for idx in BucketBatchSampler(sequences.lengths, batch_size, shuffle=False):
+        batch = {k: v.to(device) for k, v in sequences.collate(idx).items()}
+        p = model(batch).float().softmax(-1)
+        real = batch["mask"]
+        rows.append(batch["row"][real].cpu().numpy())
+        probs.append(p[real].cpu().numpy().astype(np.float64))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(PROB_COLUMNS)))
+    return np.concatenate(rows), np.concatenate(probs)
+
+
+def score_deliveries(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                     batch_size: int = 256) -> pd.DataFrame:
+    """One row per delivery of every regular innings (super overs are not modelled), in table order,
+    with `PROB_COLUMNS` (each row sums to 1) and `expected_runs`."""
+    d = deliveries.reset_index(drop=True)
+    rows, probs = sequence_probabilities(model, encoder.encode(d), batch_size)
+    order = np.argsort(rows, kind="stable")
+    rows, probs = rows[order], probs[order]
+    probs /= probs.sum(axis=1, keepdims=True)  # float64 renormalisation: rows sum to 1 within 1e-12
+    cols = [c for c in DELIVERY_COLUMNS if c in d.columns]
+    out = d.loc[rows, cols].reset_index(drop=True)
+    for j, name in enumerate(PROB_COLUMNS):
+        out[name] = probs[:, j]
+    out["expected_runs"] = probs @ OUTCOME_RUNS
+    return out

@@ -1,0 +1,89 @@
+"""A trained model as something to score with: loaded from a checkpoint or an MLflow model URI, and
+logged to MLflow as a pyfunc model that takes a deliveries table.
+
+The checkpoint is the single source of truth: the MLflow model is the checkpoint as an artifact plus
+a small wrapper, so `runs:/<id>/model`, `models:/<name>@<alias>` and the `.ckpt` file all load the
+same weights and the same fitted encoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+
+from cricket_attn.lit_module import CheckpointError, load_checkpoint
+from cricket_attn.model import CricketTransformer
+from cricket_attn.scoring import score_deliveries
+from cricket_attn.sequences import SequenceEncoder
+
+CHECKPOINT_ARTIFACT = "checkpoint"
+MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
+
+
+@dataclass
+class TrainedModel:
+    model: CricketTransformer
+    encoder: SequenceEncoder
+    source: str
+
+    def score(self, deliveries: pd.DataFrame) -> pd.DataFrame:
+        return score_deliveries(self.model, self.encoder, deliveries)
+
+
+def from_checkpoint(path: str | Path) -> TrainedModel:
+    module, ckpt = load_checkpoint(path)
+    state = ckpt.get("CricketDataModule", {})
+    if "encoder" not in state:
+        raise CheckpointError(f"{path}: the checkpoint has no fitted data encoder (was it saved by cricket-attn-train?)")
+    return TrainedModel(module.model, SequenceEncoder.from_dict(state["encoder"]), str(path))
+
+
+def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
+    """A checkpoint path or an MLflow model URI; one clear CheckpointError if it is neither."""
+    if not ref.startswith(MLFLOW_SCHEMES):
+        return from_checkpoint(ref)
+    try:
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=ref))
+    except Exception as err:  # noqa: BLE001 - a missing run, model or alias: one line, naming the URI
+        raise CheckpointError(f"{ref}: no such MLflow model ({type(err).__name__}: {str(err).splitlines()[0]})") from None
+    try:
+        flavor = mlflow.models.Model.load(str(folder)).flavors["python_function"]
+        path = folder / flavor["artifacts"][CHECKPOINT_ARTIFACT]["path"]
+    except (KeyError, TypeError, OSError, mlflow.exceptions.MlflowException):
+        raise CheckpointError(f"{ref}: not a cricket_attn MLflow model (no {CHECKPOINT_ARTIFACT} artifact)") from None
+    trained = from_checkpoint(path)
+    trained.source = ref
+    return trained
+
+
+class DeliveriesModel(mlflow.pyfunc.PythonModel):
+    """`mlflow.pyfunc.load_model(uri).predict(deliveries)`: the scored deliveries, as the scripts give them."""
+
+    def load_context(self, context):
+        self.trained = from_checkpoint(context.artifacts[CHECKPOINT_ARTIFACT])
+
+    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
+        from cricket_attn.deliveries import plain_types, restore_types
+
+        return plain_types(self.trained.score(restore_types(model_input)))
+
+
+def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, registered_name: str | None = None):
+    """Log the checkpoint as the run's `model` (pyfunc over a deliveries table, with a signature)."""
+    from mlflow.models import infer_signature
+
+    from cricket_attn.deliveries import plain_types
+
+    trained = from_checkpoint(checkpoint)
+    signature = infer_signature(plain_types(example), plain_types(trained.score(example)))
+    with mlflow.start_run(run_id=run_id):
+        return mlflow.pyfunc.log_model(
+            name="model", python_model=str(Path(__file__).with_name("mlflow_model.py")), artifacts={CHECKPOINT_ARTIFACT: str(checkpoint)},
+            signature=signature, input_example=plain_types(example), registered_model_name=registered_name,
+            pip_requirements=["cricket_attn", "torch", "pandas", "pytorch-lightning", "mlflow"],
+        )

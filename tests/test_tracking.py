@@ -1,0 +1,142 @@
+"""MLflow tracking of training runs: what a run records, resuming, failures, and a real server."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from cricket_attn.deliveries import plain_types
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.tracking import TrackingError, check_tracking_uri
+from cricket_attn.train import train
+from tests.conftest import tiny_train_config
+
+
+def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
+    client = MlflowClient(tracked_run["uri"])
+    run = client.get_run(tracked_run["run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["model.d_model"] == "8" and run.data.params["data.min_count"] == "5"
+    assert run.data.tags["model_family"] == "transformer"
+    assert Path(run.data.tags["checkpoint"]).is_file()
+    # Per-epoch losses of the selection stage and of the refit stage.
+    epochs = tracked_run["results"]["selection/epochs"]
+    assert len(client.get_metric_history(run.info.run_id, "train/loss")) == 2
+    assert len(client.get_metric_history(run.info.run_id, "val/loss")) == 2
+    assert len(client.get_metric_history(run.info.run_id, "refit-train/loss")) == epochs
+    for key in ("log_loss", "brier", "accuracy", "ece", "log_loss_powerplay", "log_loss_middle", "log_loss_death"):
+        assert run.data.metrics[f"test/{key}"] == pytest.approx(tracked_run["results"][f"test/{key}"])
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "evaluation"} <= artifacts
+    report = {a.path for a in client.list_artifacts(run.info.run_id, "evaluation")}
+    assert {"evaluation/reliability_test.png", "evaluation/phases_test.png", "evaluation/scored_test.parquet"} <= report
+
+
+def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
+    mlflow.set_tracking_uri(tracked_run["uri"])
+    model = mlflow.pyfunc.load_model(f"runs:/{tracked_run['run_id']}/model")
+    assert model.metadata.signature is not None
+    match = deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[0]]
+    out = model.predict(plain_types(match))
+    assert len(out) == int((~match["is_super_over"]).sum())
+    assert (out[list(PROB_COLUMNS)].sum(axis=1) - 1).abs().max() < 1e-6
+
+
+def test_evaluate_reproduces_the_training_report(tracked_run):
+    from cricket_attn.evaluate import evaluate, parse_args
+
+    args = parse_args(["--model", f"runs:/{tracked_run['run_id']}/model", "--tracking-uri", tracked_run["uri"],
+                       "--sources", str(tracked_run["cfg"].data.sources[0])])
+    metrics = evaluate(args)
+    assert metrics["log_loss"] == pytest.approx(tracked_run["results"]["test/log_loss"], abs=1e-9)
+    assert metrics["ece"] == pytest.approx(tracked_run["results"]["test/ece"], abs=1e-9)
+    runs = MlflowClient(tracked_run["uri"]).search_runs(["1"], "tags.model_family = 'evaluation'")
+    assert runs and runs[0].data.metrics["test/log_loss"] == pytest.approx(metrics["log_loss"])
+
+
+def test_resume_continues_the_same_mlflow_run(tmp_path):
+    first = train(tiny_train_config(tmp_path, "refit=false", "trainer.max_epochs=1"))
+    again = train(tiny_train_config(tmp_path, "refit=false", "trainer.max_epochs=2", f"resume={tmp_path / 'run'}",
+                                    f"paths.output_dir={tmp_path / 'elsewhere'}"))
+    assert again["mlflow_run_id"] == first["mlflow_run_id"]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    history = client.get_metric_history(first["mlflow_run_id"], "train/loss")
+    assert [m.step for m in history] == sorted(m.step for m in history) and len(history) == 2  # epoch 1, then 2
+    assert client.get_run(first["mlflow_run_id"]).info.status == "FINISHED"
+    assert len(client.search_runs(["1"])) == 1
+
+
+def test_a_crash_marks_the_run_failed(tmp_path, monkeypatch):
+    import cricket_attn.train as train_module
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(train_module, "report", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        train(tiny_train_config(tmp_path, "refit=false", "trainer.max_epochs=1"))
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert [r.info.status for r in runs] == ["FAILED"]
+
+
+def test_unreachable_tracking_uri_fails_fast_naming_it(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    uri = f"http://127.0.0.1:{port}"
+    start = time.perf_counter()
+    with pytest.raises(TrackingError, match=f"MLflow tracking URI {uri} cannot be reached"):
+        train(tiny_train_config(tmp_path, f"paths.mlflow_uri={uri}"))
+    assert time.perf_counter() - start < 30 and not (tmp_path / "run" / "checkpoints").exists()
+    with pytest.raises(TrackingError, match="sqlite:////no/such/folder/mlflow.db"):
+        check_tracking_uri("sqlite:////no/such/folder/mlflow.db")
+
+
+def test_mlflow_server_serves_the_run(tracked_run):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    server = subprocess.Popen([exe, "server", "--backend-store-uri", tracked_run["uri"], "--host", "127.0.0.1",
+                               "--port", str(port), "--workers", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        uri = f"http://127.0.0.1:{port}"
+        for _ in range(120):
+            try:
+                check_tracking_uri(uri, timeout=1)
+                break
+            except TrackingError:
+                time.sleep(0.5)
+        run = MlflowClient(uri).get_run(tracked_run["run_id"])
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["test/log_loss"] == pytest.approx(tracked_run["results"]["test/log_loss"])
+        assert run.data.params["model.n_layers"] == "1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_sweep_jobs_get_their_own_folders_and_tags(tmp_path):
+    exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
+    cfg = tiny_train_config(tmp_path)
+    overrides = [f"data.sources=[{cfg.data.sources[0]}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5",
+                 "debug=fast", f"paths.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}", "mlflow.log_model=false",
+                 f"hydra.sweep.dir={tmp_path / 'sweep'}", "model.d_model=8,16"]
+    out = subprocess.run([exe, "-m", *overrides], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "sweep" / "0" / "mlflow_run.json").is_file() and (tmp_path / "sweep" / "1").is_dir()
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert sorted(r.data.tags["sweep_job"] for r in runs) == ["0", "1"]
+    assert sorted(r.data.params["model.d_model"] for r in runs) == ["16", "8"]
+    assert {r.info.run_name for r in runs} == {"data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8",
+                                              "data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16"}
