@@ -1,0 +1,214 @@
+"""`cricket-attn-predict`: score matches ball by ball with a trained model.
+
+    cricket-attn-predict --model runs:/<run_id>/model --out scores.parquet matches.zip live_match.json
+
+One row per delivery of every regular innings, with the outcome distribution the model gave it
+before it was bowled; plus, for an innings still in progress, one row for the next ball (no outcome).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import PROJECT_ROOT, load_data_config
+from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
+from cricket_attn.lit_module import CheckpointError
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.sequences import UNK
+from cricket_attn.serving import TrainedModel, load_trained
+from cricket_attn.sources import SourceError, iter_match_files
+
+OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
+                  *PROB_COLUMNS, "expected_runs")  # fmt: skip
+MAX_WICKETS = 10
+
+
+def _ran(d: pd.DataFrame) -> np.ndarray:
+    """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a
+    wide or no-ball are not run; byes, leg-byes and runs off wides and no-balls are."""
+    non_boundary = d["runs_non_boundary"].to_numpy(dtype=bool)
+    bat = d["runs_batter"].to_numpy()
+    bat = np.where(np.isin(bat, (4, 6)) & ~non_boundary, 0, bat)
+    byes = (d["runs_byes"] + d["runs_legbyes"]).to_numpy()
+    byes = np.where((byes == 4) & ~non_boundary, 0, byes)
+    wides = np.maximum(d["runs_wides"].to_numpy() - 1, 0)
+    wides = np.where((wides == 4) & ~non_boundary, 0, wides)
+    return bat + byes + wides
+
+
+def next_batters(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(striker, non-striker, new over?) for the ball after each delivery, by the laws: an odd
+    number of runs run swaps the batters, and so does the end of an over. A dismissed batter's place
+    goes to the incoming batter, who is not known yet: `<unk>`."""
+    striker = d["batter"].astype(str).to_numpy(dtype=object).copy()
+    other = d["non_striker"].astype(str).to_numpy(dtype=object).copy()
+    out = d["player_out"].astype(object).fillna("").to_numpy()
+    for i in np.flatnonzero(d["wicket_count"].to_numpy() > 0):
+        gone = set(str(out[i]).split(";"))
+        if striker[i] in gone:
+            striker[i] = UNK
+        if other[i] in gone:
+            other[i] = UNK
+    legal_in_over = d["ball_in_over"].to_numpy() - 1 + d["is_legal"].to_numpy(dtype=int)
+    end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
+    swap = (_ran(d) % 2 == 1) ^ end_of_over
+    return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over
+
+
+def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
+    """One delivery row (outcome unknown) for the next ball of each unfinished innings: the last
+    innings of a match with no result yet, with balls and wickets left and no target reached."""
+    d, m = tables.deliveries, tables.matches
+    if d.empty:
+        return d.iloc[:0]
+    decided = m.set_index("match_id")[["winner", "result"]].notna().any(axis=1)
+    last = d.groupby("match_id", observed=True, sort=False).tail(1)
+    last = last[~last["match_id"].map(decided).fillna(False).astype(bool) & ~last["is_super_over"].astype(bool)]
+    if last.empty:
+        return d.iloc[:0]
+    runs = d.groupby(["match_id", "innings"], observed=True)["runs_total"].sum()
+    wickets = d.groupby(["match_id", "innings"], observed=True)["wicket_count"].sum()
+    key = pd.MultiIndex.from_frame(last[["match_id", "innings"]])
+    scored, fallen = runs.reindex(key).to_numpy(), wickets.reindex(key).to_numpy()
+    overs = last["target_overs"].astype("Float64").fillna(last["scheduled_overs"].astype("Float64")).fillna(20.0)
+    overs = overs.to_numpy(dtype=float)
+    bpo = last["balls_per_over"].to_numpy()
+    total_balls = np.floor(overs) * bpo + np.round((overs - np.floor(overs)) * 10)
+    legal_after = last["legal_ball_index"].to_numpy() + last["is_legal"].to_numpy(dtype=int)
+    target = last["target_runs"].astype("Float64").fillna(np.inf).to_numpy(dtype=float)
+    open_ = (legal_after < total_balls) & (fallen < MAX_WICKETS) & (scored < target)
+    striker, non_striker, new_over = (a[open_] for a in next_batters(last))
+    last = last[open_]
+
+    nxt = last.copy()
+    nxt["delivery_index"] = last["delivery_index"] + 1
+    nxt["legal_ball_index"] = legal_after[open_]
+    nxt["over"] = np.where(new_over, last["over"] + 1, last["over"])
+    nxt["ball_in_over"] = np.where(new_over, 1, last["ball_in_over"] + last["is_legal"].astype(int))
+    nxt["batter"], nxt["non_striker"] = striker, non_striker
+    nxt["bowler"] = np.where(new_over, UNK, last["bowler"].astype(str))
+    for col in ("batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind", "player_out"):
+        nxt[col] = None
+    for col in ("runs_batter", "runs_extras", "runs_total", "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes",
+                "runs_penalty", "wicket_count"):
+        nxt[col] = 0
+    nxt["is_legal"], nxt["is_wicket"], nxt["runs_non_boundary"] = True, False, False
+    nxt["outcome"] = None
+    nxt["phase"] = phases.assign(nxt["match_type"], nxt["balls_per_over"], nxt["over"].to_numpy(),
+                                 nxt["legal_ball_index"].to_numpy(), np.zeros(len(nxt), dtype=bool))
+    return nxt
+
+
+def with_next_balls(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
+    """The deliveries table with each unfinished innings' next ball appended after its last delivery."""
+    d = tables.deliveries
+    nxt = next_ball_rows(tables, phases)
+    if nxt.empty:
+        return d.reset_index(drop=True)
+    order = np.r_[np.arange(len(d)), [d.index.get_loc(i) + 0.5 for i in nxt.index]]
+    both = pd.concat([d.astype({c: object for c in ("batter", "bowler", "non_striker")}), nxt], ignore_index=True)
+    both = both.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+    for col in ("outcome", "phase"):
+        both[col] = pd.Categorical(both[col].astype(object), categories=d[col].cat.categories)
+    for col in ("batter", "bowler", "non_striker"):
+        both[col] = both[col].astype("category")
+    return both
+
+
+def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
+    """The output table: every delivery and every next ball, scored."""
+    scored = trained.score(with_next_balls(tables, phases))
+    out = scored[list(OUTPUT_COLUMNS)].copy()
+    out["outcome"] = out["outcome"].astype(object).where(out["outcome"].notna(), None)
+    for col in ("batter", "bowler"):
+        out[col] = out[col].astype(str)
+    return out
+
+
+@dataclass
+class Summary:
+    matches: int = 0
+    deliveries: int = 0
+    next_balls: int = 0
+    unknown_players: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    out: str = ""
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        lines = [f"matches scored:     {self.matches:,}",
+                 f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
+                 f"players unknown to the model: {len(self.unknown_players)}"
+                 + (f" ({', '.join(self.unknown_players[:10])}{', ...' if len(self.unknown_players) > 10 else ''})"
+                    if self.unknown_players else ""),
+                 f"files skipped:      {len(self.skipped)}"]
+        lines += [f"  {reason}" for reason in self.skipped]
+        lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
+        return "\n".join(lines)
+
+
+def write_table(frame: pd.DataFrame, out: Path) -> None:
+    """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds."""
+    with atomic_path(out) as tmp:
+        if out.suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False, float_format="%.9g")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="cricket-attn-predict", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
+    p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
+    p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
+    p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
+    p.add_argument("--tracking-uri", default=f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}")
+    p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> Summary:
+    start = time.perf_counter()
+    if args.out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out {args.out}: the file name must end in .parquet or .csv")
+    trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
+    phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
+    tables = build_tables(iter_match_files(args.sources), phases)
+    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out))
+    if args.strict and tables.skipped:
+        raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
+    out = predict_tables(trained, tables, phases)
+    write_table(out, args.out)
+    known = set(trained.encoder.batters.tokens) | set(trained.encoder.bowlers.tokens)
+    regular = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)]
+    players = set(regular["batter"].astype(str)) | set(regular["bowler"].astype(str))
+    summary.unknown_players = sorted(players - known)
+    summary.matches = int(out["match_id"].nunique())
+    summary.next_balls = int(out["outcome"].isna().sum())
+    summary.deliveries = len(out) - summary.next_balls
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        summary = run(args)
+    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
+        print(f"cricket-attn-predict: {err}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

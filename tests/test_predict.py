@@ -1,0 +1,168 @@
+"""cricket-attn-predict on real matches: valid probabilities, the next ball of an innings in
+progress, strike rotation, unknown players, bad files and models, and agreement with the other routes."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from cricket_attn.deliveries import plain_types
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.predict import OUTPUT_COLUMNS, main, next_batters, parse_args, run
+from cricket_attn.serving import load_trained
+from tests.conftest import FIXTURES
+
+LIVE_MATCH = "1473440"  # a real 2025 match, cut off mid-over in the chase to make a live one
+
+
+def live_copy(folder, keep_overs: int = 12, keep_balls: int = 3, rename: str | None = None):
+    """The real match with its chase stopped after `keep_balls` balls of over `keep_overs`, no result."""
+    doc = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())
+    doc["info"].pop("outcome", None)
+    chase = doc["innings"][1]
+    chase["overs"] = chase["overs"][:keep_overs + 1]
+    chase["overs"][-1]["deliveries"] = chase["overs"][-1]["deliveries"][:keep_balls]
+    if rename:
+        for over in chase["overs"]:
+            for d in over["deliveries"]:
+                if d["batter"] == chase["overs"][0]["deliveries"][0]["batter"]:
+                    d["batter"] = rename
+    path = folder / f"{LIVE_MATCH}_live.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tracked_run):
+    return tracked_run["results"]["checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def predicted(checkpoint, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("predict")
+    live = live_copy(folder, rename="A New Batter")
+    out = folder / "scores.parquet"
+    summary = run(parse_args(["--model", checkpoint, "--out", str(out), str(FIXTURES), str(live)]))
+    return {"summary": summary, "frame": pd.read_parquet(out), "folder": folder, "live": live}
+
+
+def test_output_columns_and_valid_probabilities(predicted, deliveries):
+    frame = predicted["frame"]
+    assert tuple(frame.columns) == OUTPUT_COLUMNS
+    p = frame[list(PROB_COLUMNS)].to_numpy()
+    assert (p >= 0).all() and np.abs(p.sum(axis=1) - 1).max() < 1e-6
+    regular = int((~deliveries["is_super_over"]).sum())
+    live_balls = 12 * 6 + 3  # at least; wides add more
+    assert predicted["summary"].deliveries >= regular + live_balls
+    assert frame["outcome"].notna().sum() == predicted["summary"].deliveries
+
+
+def test_next_ball_row_of_the_live_innings_follows_the_laws(predicted):
+    frame = predicted["frame"]
+    nxt = frame[frame["outcome"].isna()]
+    assert len(nxt) == 1 and nxt["match_id"].item() == f"{LIVE_MATCH}_live" and nxt["innings"].item() == 2
+    # What really happened next, from the complete match.
+    full = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())["innings"][1]["overs"][12]
+    real_next = full["deliveries"][3]
+    assert (nxt["over"].item(), nxt["ball_in_over"].item()) == (12, 4)
+    assert nxt["bowler"].item() == real_next["bowler"]  # the bowler carries on within the over
+    assert nxt["batter"].item() == real_next["batter"]
+    live = frame[(frame["match_id"] == f"{LIVE_MATCH}_live") & (frame["innings"] == 2)]
+    assert nxt["delivery_index"].item() == live["delivery_index"].max()
+
+
+def test_next_ball_at_the_start_of_an_over_has_an_unknown_bowler(checkpoint, tmp_path):
+    live = live_copy(tmp_path, keep_overs=9, keep_balls=6)
+    out = tmp_path / "next.csv"
+    run(parse_args(["--model", checkpoint, "--out", str(out), str(live)]))
+    frame = pd.read_csv(out)
+    nxt = frame[frame["outcome"].isna()]
+    assert (nxt["over"].item(), nxt["ball_in_over"].item(), nxt["bowler"].item()) == (10, 1, "<unk>")
+    real = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())["innings"][1]["overs"][10]["deliveries"][0]
+    assert nxt["batter"].item() == real["batter"]
+
+
+def test_strike_rotation_predicts_the_next_striker(deliveries):
+    d = deliveries.reset_index(drop=True)
+    striker, _, _ = next_batters(d)
+    same_innings = (d["match_id"].to_numpy()[:-1] == d["match_id"].to_numpy()[1:]) & (
+        d["innings"].to_numpy()[:-1] == d["innings"].to_numpy()[1:])
+    judged = same_innings & (d["wicket_count"].to_numpy()[:-1] == 0)
+    hit = striker[:-1][judged] == d["batter"].astype(str).to_numpy()[1:][judged]
+    assert judged.sum() > 4000 and hit.mean() >= 0.99
+
+
+def test_unknown_players_are_counted_not_errors(predicted):
+    assert "A New Batter" in predicted["summary"].unknown_players
+    frame = predicted["frame"]
+    assert (frame["batter"] == "A New Batter").any()
+
+
+def test_probabilities_equal_the_evaluation_route(predicted, checkpoint, deliveries):
+    scored = load_trained(checkpoint).score(deliveries)
+    keys = ["match_id", "innings", "delivery_index"]
+    both = predicted["frame"].merge(scored[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_eval"))
+    assert len(both) == len(scored)
+    for col in PROB_COLUMNS:
+        assert np.abs(both[col] - both[f"{col}_eval"]).max() < 1e-6
+
+
+def test_csv_and_parquet_agree(checkpoint, predicted, tmp_path):
+    out = tmp_path / "scores.csv"
+    run(parse_args(["--model", checkpoint, "--out", str(out), str(FIXTURES), str(predicted["live"])]))
+    csv = pd.read_csv(out, dtype={"match_id": str})
+    parquet = predicted["frame"]
+    assert list(csv.columns) == list(parquet.columns) and len(csv) == len(parquet)
+    assert np.abs(csv[list(PROB_COLUMNS)].to_numpy() - parquet[list(PROB_COLUMNS)].to_numpy()).max() < 1e-8
+    assert (csv["batter"] == parquet["batter"]).all()
+
+
+def test_pyfunc_model_gives_the_scripts_columns_and_numbers(tracked_run, predicted, deliveries):
+    mlflow.set_tracking_uri(tracked_run["uri"])
+    model = mlflow.pyfunc.load_model(f"runs:/{tracked_run['run_id']}/model")
+    out = model.predict(plain_types(deliveries))
+    assert set(OUTPUT_COLUMNS) <= set(out.columns)
+    keys = ["match_id", "innings", "delivery_index"]
+    both = predicted["frame"].merge(out[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_pyfunc"))
+    assert len(both) == len(out)
+    assert max(np.abs(both[c] - both[f"{c}_pyfunc"]).max() for c in PROB_COLUMNS) < 1e-6
+
+
+def test_a_bad_file_is_skipped_and_strict_makes_it_fatal(checkpoint, tmp_path, capsys):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("1473438.json", "1473439.json"):
+        (folder / name).write_bytes((FIXTURES / name).read_bytes())
+    bad = json.loads((FIXTURES / "1527674.json").read_text())
+    bad["innings"][0]["overs"][2]["deliveries"][1]["runs"]["total"] = 99
+    (folder / "1527674.json").write_text(json.dumps(bad))
+    out = tmp_path / "scores.parquet"
+    assert main(["--model", checkpoint, "--out", str(out), str(folder)]) == 0
+    printed = capsys.readouterr().out
+    assert "files skipped:      1" in printed and "1527674" in printed and "runs" in printed
+    assert set(pd.read_parquet(out)["match_id"]) == {"1473438", "1473439"}
+    out.write_text("previous results")
+    assert main(["--model", checkpoint, "--out", str(out), "--strict", str(folder)]) == 2
+    assert out.read_text() == "previous results"  # replaced only on success
+    assert "1527674" in capsys.readouterr().err
+
+
+def test_a_missing_or_foreign_model_fails_before_reading_data(tmp_path, capsys):
+    out = tmp_path / "scores.parquet"
+    out.write_text("previous results")
+    assert main(["--model", str(tmp_path / "nope.ckpt"), "--out", str(out), str(tmp_path / "no_such_source")]) == 2
+    assert "nope.ckpt: no such checkpoint file" in capsys.readouterr().err
+    foreign = tmp_path / "other.ckpt"
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, foreign)
+    assert main(["--model", str(foreign), "--out", str(out), str(tmp_path / "no_such_source")]) == 2
+    err = capsys.readouterr().err
+    assert "not a cricket_attn checkpoint" in err and len(err.strip().splitlines()) == 1
+    assert main(["--model", "runs:/0123456789abcdef/model", "--out", str(out), "--tracking-uri",
+                 f"sqlite:///{tmp_path / 'mlflow.db'}", str(FIXTURES)]) == 2
+    assert "no such MLflow model" in capsys.readouterr().err
+    assert out.read_text() == "previous results"
