@@ -153,7 +153,10 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         refit_dir = Path(ckpt.dirpath) / "refit"
         refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
                                              filename="refit-{epoch:02d}")
-        trainer, module = fit_stage(cfg, dm, {"model_checkpoint": refit_ckpt}, run.logger("refit"),
+        # Fresh callbacks, as configured, except early stopping: the epoch count is now fixed.
+        refit_callbacks = {name: hydra.utils.instantiate(c) for name, c in cfg.callbacks.items()
+                           if c and name not in ("early_stopping", "model_checkpoint")}
+        trainer, module = fit_stage(cfg, dm, {**refit_callbacks, "model_checkpoint": refit_ckpt}, run.logger("refit"),
                                     max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
         tested = trainer.test(module, dm, verbose=False)
         results["checkpoint"] = refit_ckpt.last_model_path or refit_ckpt.best_model_path

@@ -73,3 +73,20 @@ def tracked_run(tmp_path_factory):
     results = train(cfg)
     return {"folder": folder, "cfg": cfg, "results": results, "uri": cfg.paths.mlflow_uri,
             "run_id": results["mlflow_run_id"]}
+
+
+@pytest.fixture(scope="session")
+def baselines_run(tracked_run):
+    """cricket-attn-baselines on the fixture matches, paired against `tracked_run`, in its MLflow store."""
+    from hydra import compose, initialize_config_dir
+
+    from cricket_attn.baselines import run_baselines
+    from cricket_attn.config import CONF_DIR
+
+    folder = tracked_run["folder"]
+    overrides = [f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", f"paths.output_dir={folder / 'bl'}",
+                 f"paths.mlflow_uri={tracked_run['uri']}", "baselines.n_boot=200",
+                 "baselines.models.hist_gradient_boosting.max_iter=50"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="baselines", overrides=overrides)
+    return {"table": run_baselines(cfg), "folder": folder / "bl", "cfg": cfg}

@@ -22,3 +22,15 @@ def test_notebook_executes(name, monkeypatch):
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("matches:      20" in o.get("text", "") for o in outputs)
+
+
+def test_experiments_notebook_reads_the_runs_back(baselines_run, tracked_run, monkeypatch):
+    monkeypatch.setenv("CRICKET_ATTN_MLFLOW_URI", tracked_run["uri"])
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend, so figures are outputs
+    nb = nbformat.read(NOTEBOOKS / "02_experiments.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = "".join(o.get("data", {}).get("text/plain", "") for o in outputs if o.output_type == "execute_result")
+    assert "hist_gradient_boosting" in html and "transformer" in html
+    assert sum(1 for o in outputs if "image/png" in o.get("data", {})) >= 2

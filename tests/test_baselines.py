@@ -1,0 +1,65 @@
+"""cricket-attn-baselines on real matches: each baseline an MLflow run beside the transformer's,
+scored on the same deliveries with the same metrics, paired against it by match."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from cricket_attn.baselines import FrequencyTable, TabularFeatures
+from cricket_attn.metrics import PROB_COLUMNS, paired_difference, per_ball_log_loss
+from cricket_attn.tracking import load_scored
+
+
+def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, tracked_run):
+    table = baselines_run["table"]
+    assert list(table["model"]) == ["marginal", "frequency_table", "logistic", "hist_gradient_boosting"]
+    client = MlflowClient(tracked_run["uri"])
+    transformer = load_scored(tracked_run["uri"], tracked_run["run_id"])
+    for _, row in table.iterrows():
+        run = client.get_run(row["run_id"])
+        assert run.info.status == "FINISHED" and run.info.experiment_id == "1"  # the transformer's experiment
+        assert run.data.tags["paired_against"] == tracked_run["run_id"]
+        scored = load_scored(tracked_run["uri"], row["run_id"])
+        # The same test deliveries as the transformer, in the same order.
+        assert (scored[["match_id", "innings", "delivery_index"]].to_numpy()
+                == transformer[["match_id", "innings", "delivery_index"]].to_numpy()).all()
+        diff = per_ball_log_loss(scored).mean() - per_ball_log_loss(transformer).mean()
+        assert run.data.metrics["paired/diff_vs_transformer"] == pytest.approx(diff)
+        assert run.data.metrics["paired/ci_low_vs_transformer"] <= diff <= run.data.metrics["paired/ci_high_vs_transformer"]
+    assert "hist_gradient_boosting" in (baselines_run["folder"] / "comparison.md").read_text()
+
+
+def test_gradient_boosting_iterations_are_chosen_on_validation(baselines_run, tracked_run):
+    run_id = baselines_run["table"].set_index("model").loc["hist_gradient_boosting", "run_id"]
+    params = MlflowClient(tracked_run["uri"]).get_run(run_id).data.params
+    assert 1 <= int(params["settings.max_iter"]) <= 50 and params["fit_seasons"].endswith("2024")
+
+
+def test_paired_interval_resamples_whole_matches(deliveries):
+    frame = deliveries[["match_id", "innings", "delivery_index", "outcome", "phase"]].reset_index(drop=True)
+    rng = np.random.default_rng(0)
+    a, b = rng.dirichlet(np.ones(10), len(frame)), rng.dirichlet(np.ones(10), len(frame))
+    left = frame.assign(**dict(zip(PROB_COLUMNS, a.T)))
+    right = frame.assign(**dict(zip(PROB_COLUMNS, b.T)))
+    same = paired_difference(left, left)
+    assert same["diff"] == 0 and same["ci_low"] == 0 and same["ci_high"] == 0
+    out = paired_difference(left, right, n_boot=500)
+    assert out["matches"] == 20 and out["ci_low"] < out["diff"] < out["ci_high"]
+    assert out["diff"] == pytest.approx(per_ball_log_loss(left).mean() - per_ball_log_loss(right).mean())
+
+
+def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliveries):
+    d = deliveries[~deliveries["is_super_over"]].reset_index(drop=True)
+    feats, X = TabularFeatures.fit_transform(d, 200.0)
+    assert X.shape == (len(d), len(TabularFeatures.names()))
+    changed = d.copy()
+    last = changed.groupby(["match_id", "innings"]).tail(1).index
+    changed.loc[last, "runs_total"] += 6  # the last ball of each innings: nothing before it moves
+    assert np.array_equal(feats.transform(changed)[:, :24], feats.transform(d)[:, :24])
+    table = FrequencyTable(strength=50).fit(
+        pd.DataFrame({"phase": ["death"], "wickets_before": [0], "ball_in_over": [1]}), np.array([4]))
+    unseen = table.predict_proba(pd.DataFrame({"phase": ["middle"], "wickets_before": [9], "ball_in_over": [6]}))
+    assert np.allclose(unseen[0], table.prior)
