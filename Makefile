@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: main train test test-all setup benchmark
+.PHONY: main train baselines test test-all setup benchmark
 
 setup: $(STAMP)
 
@@ -16,14 +16,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The main job on the embedded IPL archive: ingest it (fetched once) and check it against the official results.
+# The main job on the embedded IPL archive: ingest it (fetched once), check it against the official
+# results, train and test the default transformer, then fit the baselines and pair them against it.
+# Everything lands in mlflow.db at the project root (mlflow ui --backend-store-uri sqlite:///mlflow.db).
 main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
 	$(PY) -m cricket_attn.checks
+	$(VENV)/bin/cricket-attn-train
+	$(VENV)/bin/cricket-attn-baselines
 
 # Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.
 train: $(STAMP)
 	$(VENV)/bin/cricket-attn-train
+
+# The scikit-learn baselines, paired against the latest transformer run.
+baselines: $(STAMP)
+	$(VENV)/bin/cricket-attn-baselines
 
 # The default test run: fast, on the real fixture matches; what CI runs.
 test: $(STAMP)
@@ -36,3 +44,4 @@ test-all: $(STAMP)
 benchmark: $(STAMP)
 	$(PY) benchmarks/ingest_speed.py
 	$(PY) benchmarks/train_speed.py
+	$(PY) benchmarks/predict_speed.py

@@ -112,3 +112,12 @@ def test_fit_encode_gives_the_same_training_set_as_encode(parts):
     assert set(train_set.tensors) == set(again.tensors)
     for name, t in train_set.tensors.items():
         assert torch.equal(t, again.tensors[name]), name
+
+
+def test_bucket_sampler_shards_batches_across_data_parallel_processes():
+    lengths = torch.randint(20, 130, (203,))
+    whole = list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3))
+    shards = [list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3, rank=r, world_size=3)) for r in range(3)]
+    assert len({len(s) for s in shards}) == 1 and len(shards[0]) == len(whole) // 3  # every process as many steps
+    seen = [tuple(b) for s in shards for b in s]
+    assert len(seen) == len(set(seen)) and set(seen) <= {tuple(b) for b in whole}  # disjoint, from the same epoch

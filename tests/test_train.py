@@ -38,3 +38,10 @@ def test_console_script_finds_conf_from_any_folder(tmp_path):
     assert "d_model: 32" in out.stdout and "_target_: cricket_attn.datamodule.CricketDataModule" in out.stdout
     bad = subprocess.run([exe, "model.d_modle=32"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "d_modle" in bad.stderr
+
+
+def test_gpu_and_ddp_trainers_compose(tmp_path):
+    gpu = tiny_train_config(tmp_path, "trainer=gpu").trainer
+    assert (gpu.accelerator, gpu.precision, gpu.devices) == ("gpu", "bf16-mixed", 1)
+    ddp = tiny_train_config(tmp_path, "trainer=ddp").trainer
+    assert (ddp.strategy, ddp.use_distributed_sampler, ddp.precision) == ("ddp", False, "bf16-mixed")
