@@ -24,21 +24,12 @@ from pathlib import Path
 
 import torch
 
-from cricket_attn.config import PROJECT_ROOT, load_data_config, project_path
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.serving import load_trained
 from cricket_attn.sources import default_archive, iter_match_files
 from cricket_attn.splits import SeasonSplit
-
-
-def latest_checkpoint(uri: str) -> str:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("cricket_attn")
-    runs = client.search_runs([exp.experiment_id], "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=1)
-    return runs[0].data.tags["checkpoint"]
+from cricket_attn.tracking import DEFAULT_TRACKING_URI, latest_transformer_run
 
 
 def main() -> None:
@@ -46,7 +37,7 @@ def main() -> None:
     p.add_argument("--model", help="checkpoint or MLflow model URI (default: latest transformer run's checkpoint)")
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    model = args.model or latest_checkpoint(f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}")
+    model = args.model or latest_transformer_run(DEFAULT_TRACKING_URI).data.tags["checkpoint"]
     cfg = load_data_config("ipl")
     phases = PhaseRules.from_config(cfg.phases)
     archive = default_archive(project_path(cfg.data_dir))

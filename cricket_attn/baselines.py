@@ -24,7 +24,7 @@ from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import CONF_DIR
+from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.features import STATE_COLUMNS, OutcomeRates, match_state
@@ -129,8 +129,6 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     data = cfg.data
     phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
     split = SeasonSplit.from_config(OmegaConf.to_container(data.split, resolve=True))
-    from cricket_attn.config import project_path
-
     uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
     tracking.check_tracking_uri(uri)
     reference = find_transformer_run(uri, experiment, cfg.baselines.against)
@@ -145,7 +143,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
     sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
     X_val = sel_feats.transform(val)
-    feats, X_fit = TabularFeatures.fit_transform(fit_final, strength)
+    feats, X_fit = TabularFeatures.fit_transform(fit_final, strength) if cfg.refit else (sel_feats, X_train)
     X_test = feats.transform(test)
     y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
@@ -154,10 +152,11 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     for name, settings in cfg.baselines.models.items():
         settings = OmegaConf.to_container(settings, resolve=True) or {}
         start = time.perf_counter()
-        chosen = {}
-        if name == "hist_gradient_boosting":
-            _, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
-        model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
+        model, chosen = None, {}
+        if name == "hist_gradient_boosting":  # choose the iteration count on validation
+            model, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
+        if cfg.refit or model is None:
+            model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
         probs = model.predict_proba(_inputs(name, test, X_test))
         seconds = time.perf_counter() - start
         scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
@@ -169,8 +168,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             params = {"baseline": name, "refit": str(cfg.refit), "fit_seasons": f"{fit_final['season'].min()}-"
                       f"{fit_final['season'].max()}", **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
             params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
-            client.log_batch(run_id, params=[tracking.mlflow.entities.Param(k, v[:tracking.PARAM_LIMIT])
-                                             for k, v in params.items()][:100])
+            tracking.log_params(uri, run_id, params)
             metrics = tracking.log_scored(uri, run_id, scored, "test", name)
             client.log_metric(run_id, "fit_seconds", seconds)
             row = {"model": name, **{k: metrics[k] for k in ("log_loss", "brier", "accuracy", "ece")}, "run_id": run_id}
@@ -199,16 +197,8 @@ def find_transformer_run(uri: str, experiment: str, against: str | None) -> str 
     """The transformer run to pair against: `against` (a run id), else the latest finished one."""
     if against:
         return against
-    client = tracking.MlflowClient(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return None
-    runs = client.search_runs([exp.experiment_id], "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=20)
-    for run in runs:
-        if "test/log_loss" in run.data.metrics:
-            return run.info.run_id
-    return None
+    run = tracking.latest_transformer_run(uri, experiment)
+    return run.info.run_id if run else None
 
 
 def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:

@@ -65,7 +65,7 @@ class CricketDataModule(pl.LightningDataModule):
         }
         if self.season_half_life:
             train = self.datasets["train"].tensors
-            season = torch.as_tensor(fit_on["season"].to_numpy())
+            season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
             age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
             train["weight"] = torch.pow(0.5, age / self.season_half_life) * train["mask"]
 

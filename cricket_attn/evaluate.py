@@ -15,15 +15,12 @@ import sys
 from omegaconf import OmegaConf
 
 from cricket_attn import tracking
-from cricket_attn.config import PROJECT_ROOT, load_data_config, project_path
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import score
 from cricket_attn.serving import load_trained
 from cricket_attn.splits import SeasonSplit
-
-DEFAULT_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
-
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="cricket-attn-evaluate", description=__doc__.split("\n")[0])
@@ -31,7 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--split", default="test", choices=["train", "validation", "test"])
     p.add_argument("--data", default="ipl", help="data config in conf/data/ (phases, split, sources)")
     p.add_argument("--sources", nargs="*", help="Cricsheet zips, folders or files (default: the data config's)")
-    p.add_argument("--tracking-uri", default=DEFAULT_URI)
+    p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
     p.add_argument("--no-log", action="store_true", help="print the metrics only; no MLflow run")
     return p.parse_args(argv)
@@ -55,9 +52,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, float]:
     else:
         run_id = tracking.start_run(args.tracking_uri, args.experiment, f"evaluate {args.split}",
                                     {"model_family": "evaluation", "model": args.model, "split": args.split})
-        client = tracking.MlflowClient(args.tracking_uri)
-        client.log_batch(run_id, params=[tracking.mlflow.entities.Param(k, str(v)) for k, v in
-                                         {"model": args.model, "split": args.split, "data": args.data}.items()])
+        tracking.log_params(args.tracking_uri, run_id, {"model": args.model, "split": args.split, "data": args.data})
         metrics = tracking.log_scored(args.tracking_uri, run_id, scored, args.split)
         tracking.end_run(args.tracking_uri, run_id, "FINISHED")
         print(f"MLflow run: {run_id}")

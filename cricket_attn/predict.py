@@ -19,13 +19,14 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import PROJECT_ROOT, load_data_config
+from cricket_attn.config import load_data_config
 from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.sequences import UNK
 from cricket_attn.serving import TrainedModel, load_trained
 from cricket_attn.sources import SourceError, iter_match_files
+from cricket_attn.tracking import DEFAULT_TRACKING_URI
 
 OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
                   *PROB_COLUMNS, "expected_runs")  # fmt: skip
@@ -142,10 +143,12 @@ class Summary:
     unknown_players: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     out: str = ""
+    model: str = ""
     seconds: float = 0.0
 
     def __str__(self) -> str:
-        lines = [f"matches scored:     {self.matches:,}",
+        lines = [f"model:              {self.model}",
+                 f"matches scored:     {self.matches:,}",
                  f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
                  f"players unknown to the model: {len(self.unknown_players)}"
                  + (f" ({', '.join(self.unknown_players[:10])}{', ...' if len(self.unknown_players) > 10 else ''})"
@@ -171,7 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
     p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
-    p.add_argument("--tracking-uri", default=f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p.parse_args(argv)
 
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> Summary:
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
     phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
-    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out))
+    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     out = predict_tables(trained, tables, phases)

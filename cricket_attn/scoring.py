@@ -20,10 +20,11 @@ DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "
 
 
 @torch.no_grad()
-def sequence_probabilities(model: CricketTransformer, sequences: BallSequences, batch_size: int = 256,
-                           device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def sequence_probabilities(model: CricketTransformer, sequences: BallSequences,
+                           batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """(rows, probabilities): the table row of every real position and its predicted distribution."""
     model.eval()
+    device = next(model.parameters()).device
     rows, probs = [], []
     for idx in BucketBatchSampler(sequences.lengths, batch_size, shuffle=False):
         batch = {k: v.to(device) for k, v in sequences.collate(idx).items()}

@@ -19,8 +19,11 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.atomic import atomic_path
+from cricket_attn.config import PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
 
+# The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
+DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)
 PARAM_LIMIT = 6000  # MLflow's longest parameter value
 
@@ -79,12 +82,14 @@ def log_config(uri: str, run_id: str, cfg: DictConfig) -> None:
         path = Path(tmp) / "config.yaml"
         path.write_text(resolved)
         client.log_artifact(run_id, str(path))
-    if client.get_run(run_id).data.params:
-        return
-    params = flatten(cfg)
-    batch = [mlflow.entities.Param(k, v) for k, v in params.items()]
+    if not client.get_run(run_id).data.params:
+        log_params(uri, run_id, flatten(cfg))
+
+
+def log_params(uri: str, run_id: str, params: dict[str, str]) -> None:
+    batch = [mlflow.entities.Param(k, str(v)[:PARAM_LIMIT]) for k, v in params.items()]
     for start in range(0, len(batch), 100):  # MLflow takes at most 100 params per batch
-        client.log_batch(run_id, params=batch[start:start + 100])
+        MlflowClient(uri).log_batch(run_id, params=batch[start:start + 100])
 
 
 def log_scored(uri: str, run_id: str, scored: pd.DataFrame, split: str, title: str = "") -> dict[str, float]:
@@ -123,3 +128,14 @@ def read_run_file(folder: str | Path) -> dict[str, Any]:
 
 def end_run(uri: str, run_id: str, status: str) -> None:
     MlflowClient(uri).set_terminated(run_id, status)
+
+
+def latest_transformer_run(uri: str, experiment: str = "cricket_attn"):
+    """The newest finished transformer run that has a test report, or None."""
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    runs = client.search_runs([exp.experiment_id], "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"], max_results=20)
+    return next((run for run in runs if "test/log_loss" in run.data.metrics), None)

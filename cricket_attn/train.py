@@ -12,6 +12,7 @@ MLflow run.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint
 from cricket_attn.model import ConfigError
+from cricket_attn.metrics import score
 from cricket_attn.scoring import score_deliveries
 
 
@@ -100,7 +102,7 @@ def open_run(cfg: DictConfig) -> Run:
 
 
 def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, max_epochs: int | None = None,
-              ckpt_path: str | None = None) -> tuple[pl.Trainer, BallOutcomeModule]:
+              ckpt_path: str | None = None) -> BallOutcomeModule:
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
@@ -111,7 +113,7 @@ def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, m
         kwargs["max_epochs"] = max_epochs
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
     trainer.fit(module, dm, ckpt_path=ckpt_path)
-    return trainer, module
+    return module
 
 
 def _last(folder: Path) -> str | None:
@@ -125,15 +127,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     ckpt = callbacks["model_checkpoint"]
     dm = hydra.utils.instantiate(cfg.data)
     resuming = bool(cfg.resume)
-    if run.state.get("selection_final"):  # resumed after the selection stage had finished for good
-        dm.prepare_data()
-        dm.setup("test")
-        trainer = hydra.utils.instantiate(cfg.trainer, logger=run.logger(), callbacks=[])
-        best_path = run.state["selection_checkpoint"]
-        module = BallOutcomeModule(**torch.load(best_path, map_location="cpu", weights_only=True)["hyper_parameters"])
-    else:  # a new run, or a resumed one continuing from its last checkpoint (to a new max_epochs, say)
-        trainer, module = fit_stage(cfg, dm, callbacks, run.logger(),
-                                    ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
+    if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
+        module = fit_stage(cfg, dm, callbacks, run.logger(), ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
         best_path = ckpt.best_model_path
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
@@ -142,7 +137,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                          selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
                          selection_final=bool(stopper is not None and stopper.stopped_epoch > 0))
         run.save()
-    best_epoch = run.state["selection_epochs"]
+    best_epoch, best_path = run.state["selection_epochs"], run.state["selection_checkpoint"]
     results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
     if cfg.refit and best_epoch:
         # Second stage: the same recipe on training + validation seasons, for the chosen epoch count.
@@ -156,14 +151,15 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         # Fresh callbacks, as configured, except early stopping: the epoch count is now fixed.
         refit_callbacks = {name: hydra.utils.instantiate(c) for name, c in cfg.callbacks.items()
                            if c and name not in ("early_stopping", "model_checkpoint")}
-        trainer, module = fit_stage(cfg, dm, {**refit_callbacks, "model_checkpoint": refit_ckpt}, run.logger("refit"),
-                                    max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
-        tested = trainer.test(module, dm, verbose=False)
+        module = fit_stage(cfg, dm, {**refit_callbacks, "model_checkpoint": refit_ckpt}, run.logger("refit"),
+                            max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
         results["checkpoint"] = refit_ckpt.last_model_path or refit_ckpt.best_model_path
     else:
-        tested = trainer.test(module, dm, ckpt_path=best_path or None, verbose=False)
+        if best_path:  # the test scores the best epoch's weights, not the last epoch's
+            module = load_checkpoint(best_path)[0]
+        dm.prepare_data()
+        dm.setup("test")  # a no-op after fitting
         results["checkpoint"] = best_path
-    results.update({k: float(v) for k, v in tested[0].items()})
     report(cfg, run, dm, module, results)
     for key, value in results.items():
         print(f"{key}: {value}")
@@ -171,12 +167,11 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
 
 
 def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcomeModule, results: dict) -> None:
-    """Score every test delivery with the tested model; log the report, checkpoint and model."""
+    """The test: score every test delivery with the final model (cricket_attn.metrics, as
+    `cricket-attn-evaluate` does); log the report, the checkpoint and the model."""
     test = dm.split.split(dm.tables.deliveries)["test"]
     scored = score_deliveries(module.model, dm.encoder, test, dm.eval_batch_size)
     if not run.tracked:
-        from cricket_attn.metrics import score
-
         results.update({f"test/{k}": v for k, v in score(scored).items()})
         return
     results.update({f"test/{k}": v for k, v in tracking.log_scored(run.uri, run.run_id, scored, "test").items()})
@@ -213,7 +208,11 @@ def train(cfg: DictConfig) -> dict:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
-    return train(cfg)["test/log_loss"]
+    try:
+        return train(cfg)["test/log_loss"]
+    except (ConfigError, tracking.TrackingError, FileNotFoundError) as err:  # one line, not a traceback
+        print(f"cricket-attn-train: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
     assert len(client.get_metric_history(run.info.run_id, "refit-train/loss")) == epochs
     for key in ("log_loss", "brier", "accuracy", "ece", "log_loss_powerplay", "log_loss_middle", "log_loss_death"):
         assert run.data.metrics[f"test/{key}"] == pytest.approx(tracked_run["results"][f"test/{key}"])
+    assert not [k for k in run.data.metrics if k.startswith("refit-test")]  # the test is logged once, as test/*
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config.yaml", "evaluation"} <= artifacts
     report = {a.path for a in client.list_artifacts(run.info.run_id, "evaluation")}

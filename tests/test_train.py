@@ -17,8 +17,16 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     assert 1.0 < results["test/log_loss"] < 3.0 and 0.0 <= results["test/ece"] <= 1.0
     assert results["selection/epochs"] in (1, 2)
     assert "refit" in results["checkpoint"] and (tracked_run["folder"] / "run" / "checkpoints").is_dir()
-    # Lightning's test loss and the report's scikit-learn log loss are the same number, on the same balls.
-    assert abs(results["test/loss"] - results["test/log_loss"]) < 1e-5
+    # The LightningModule's own test step (cross-entropy) and the report's scikit-learn log loss agree.
+    import hydra
+    import pytorch_lightning as pl
+
+    from cricket_attn.lit_module import load_checkpoint
+
+    module, _ = load_checkpoint(results["checkpoint"])
+    dm = hydra.utils.instantiate(tracked_run["cfg"].data, refit=True)
+    tested = pl.Trainer(logger=False, enable_progress_bar=False).test(module, dm, verbose=False)[0]
+    assert abs(tested["test/loss"] - results["test/log_loss"]) < 1e-5
 
 
 def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_path):
@@ -38,6 +46,11 @@ def test_console_script_finds_conf_from_any_folder(tmp_path):
     assert "d_model: 32" in out.stdout and "_target_: cricket_attn.datamodule.CricketDataModule" in out.stdout
     bad = subprocess.run([exe, "model.d_modle=32"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "d_modle" in bad.stderr
+    # A tracking store that cannot be reached: one line naming it, exit status 2, before any data is read.
+    gone = subprocess.run([exe, "paths.mlflow_uri=http://127.0.0.1:9", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert gone.returncode == 2
+    assert gone.stderr.strip().splitlines()[-1].startswith("cricket-attn-train: MLflow tracking URI http://127.0.0.1:9")
 
 
 def test_gpu_and_ddp_trainers_compose(tmp_path):
