@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
+from cricket_attn.atomic import atomic_path
 from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
 from cricket_attn.sequences import IGNORE
 
@@ -133,3 +134,13 @@ def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
     except CheckpointError as err:
         raise CheckpointError(f"{path}: {err}") from None
     return module.eval(), ckpt
+
+
+def save_with_temperature(path: str | Path, temperature: float, out: str | Path) -> Path:
+    """A copy of checkpoint `path` whose model divides its logits by `temperature` outside training
+    (the calibration fitted on the validation season), written atomically to `out`."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
+    with atomic_path(out) as tmp:
+        torch.save(ckpt, tmp)
+    return Path(out)

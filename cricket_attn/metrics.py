@@ -59,6 +59,25 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def fit_temperature(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0)) -> float:
+    """The temperature T that minimises the log loss of softmax(log p / T) on these deliveries
+    (temperature scaling: one number, so it fixes over- or under-confidence without reordering classes)."""
+    y, logp = labels_of(frame), np.log(np.clip(probabilities(frame), 1e-15, 1.0))
+
+    def loss(t: float) -> float:
+        z = logp / t
+        z -= z.max(axis=1, keepdims=True)
+        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(y)), y]))
+
+    # The loss is convex in 1/T, so a golden-section search over T finds the one minimum.
+    lo, hi = bounds
+    ratio = (np.sqrt(5) - 1) / 2
+    while hi - lo > 1e-5:
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
+    return (lo + hi) / 2
+
+
 def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,
                       seed: int = 0) -> dict[str, float]:
     """Mean log-loss difference (model - reference) on the deliveries both scored, with a 95%

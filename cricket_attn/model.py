@@ -7,6 +7,7 @@ Pure PyTorch: no Lightning, Hydra or MLflow here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -43,7 +44,12 @@ class ModelConfig:
     positional_parts: tuple[str, ...] = POSITIONAL_PARTS
     positional_combine: str = "concat"  # "concat" then project to d_model, or "sum"
     positional_dim: int = 16  # width of each part when concatenated
+    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, or "periodic" per feature
+    numeric_frequencies: int = 8  # periodic: learned frequencies per feature
+    numeric_dim: int = 8  # periodic: width of each feature's embedding before the projection
+    numeric_sigma: float = 1.0  # periodic: spread of the initial frequencies (features are standardised)
     n_classes: int = N_OUTCOMES
+    temperature: float = 1.0  # divides the logits outside training; fitted on validation (calibration)
 
     def __post_init__(self):
         self.positional_parts = tuple(self.positional_parts)
@@ -60,6 +66,10 @@ class ModelConfig:
         for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "max_len"):
             if getattr(self, f) < 1:
                 raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
+        if self.numeric_embedding not in ("mlp", "periodic"):
+            raise ConfigError(f"model.numeric_embedding must be 'mlp' or 'periodic', got {self.numeric_embedding!r}")
+        if not self.temperature > 0:
+            raise ConfigError(f"model.temperature must be positive, got {self.temperature}")
         if not 0 <= self.dropout < 1 or not 0 <= self.entity_dropout < 1:
             raise ConfigError("model.dropout and model.entity_dropout must be in [0, 1)")
 
@@ -118,6 +128,27 @@ class CricketPositionalEncoding(nn.Module):
         if self.combine == "sum":
             return torch.stack(out).sum(0)  # (B, T, C)
         return self.proj(torch.cat(out, dim=-1))  # (B, T, C)
+
+
+class PeriodicNumericEmbedding(nn.Module):
+    """Each numeric feature embedded on its own, x -> ReLU(W_f [cos(2 pi c_f x), sin(2 pi c_f x)]) with
+    learned frequencies c_f, then all features concatenated and projected to d_model. Lets the model
+    draw sharp lines (wickets in hand, balls left) that one MLP over standardised inputs smooths over
+    (Gorishniy et al. 2022, "On Embeddings for Numerical Features in Tabular Deep Learning")."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        n, k, dim = cfg.n_numeric, cfg.numeric_frequencies, cfg.numeric_dim
+        self.frequencies = nn.Parameter(torch.randn(n, k) * cfg.numeric_sigma)
+        self.weight = nn.Parameter(torch.randn(n, 2 * k, dim) / math.sqrt(2 * k))
+        self.bias = nn.Parameter(torch.zeros(n, dim))
+        self.proj = nn.Linear(n * dim, cfg.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        angle = 2 * math.pi * self.frequencies * x[..., None]  # (B, T, F, k)
+        waves = torch.cat([torch.cos(angle), torch.sin(angle)], dim=-1)  # (B, T, F, 2k)
+        h = F.relu(torch.einsum("btfk,fkd->btfd", waves, self.weight) + self.bias)  # (B, T, F, dim)
+        return self.proj(h.flatten(-2))  # (B, T, C)
 
 
 class KVCache:
@@ -199,7 +230,11 @@ class CricketTransformer(nn.Module):
         self.batter = nn.Embedding(cfg.n_batters, cfg.d_model)
         self.bowler = nn.Embedding(cfg.n_bowlers, cfg.d_model)
         self.venue = nn.Embedding(cfg.n_venues, cfg.d_model)
-        self.numeric = nn.Sequential(nn.Linear(cfg.n_numeric, cfg.d_model), nn.GELU(), nn.Linear(cfg.d_model, cfg.d_model))
+        if cfg.numeric_embedding == "periodic":
+            self.numeric = PeriodicNumericEmbedding(cfg)
+        else:
+            self.numeric = nn.Sequential(nn.Linear(cfg.n_numeric, cfg.d_model), nn.GELU(),
+                                         nn.Linear(cfg.d_model, cfg.d_model))
         self.position = CricketPositionalEncoding(cfg)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
@@ -222,7 +257,8 @@ class CricketTransformer(nn.Module):
 
     def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
                 last_only: bool = False) -> torch.Tensor:
-        """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`."""
+        """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
+        Training sees the raw logits; evaluation and inference see them divided by the temperature."""
         T = batch["prev_outcome"].size(1)
         if (cache.length if cache is not None else 0) + T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} balls is longer than model.max_len={self.cfg.max_len}")
@@ -235,4 +271,5 @@ class CricketTransformer(nn.Module):
             x = block(x, cache, i)
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
-        return self.head(self.ln_f(x))
+        logits = self.head(self.ln_f(x))
+        return logits if self.training else logits / self.cfg.temperature

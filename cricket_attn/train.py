@@ -25,9 +25,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, save_with_temperature
 from cricket_attn.model import ConfigError
-from cricket_attn.metrics import score
+from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score
 from cricket_attn.scoring import score_deliveries
 
 
@@ -136,9 +136,12 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         run.state.update(selection_epochs=best, selection_checkpoint=best_path,
                          selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
                          selection_final=bool(stopper is not None and stopper.stopped_epoch > 0))
+        if cfg.calibrate and best_path:
+            run.state["calibration"] = calibrate(dm, best_path)
         run.save()
     best_epoch, best_path = run.state["selection_epochs"], run.state["selection_checkpoint"]
     results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
+    results.update({f"calibration/{k}": v for k, v in run.state.get("calibration", {}).items()})
     if cfg.refit and best_epoch:
         # Second stage: the same recipe on training + validation seasons, for the chosen epoch count.
         run.state["selection_final"] = True  # a resume from here on continues the refit
@@ -160,10 +163,29 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         dm.prepare_data()
         dm.setup("test")  # a no-op after fitting
         results["checkpoint"] = best_path
+    if "calibration" in run.state and results["checkpoint"]:
+        # The final model carries the temperature fitted on validation; the report tests that model.
+        final = Path(results["checkpoint"])
+        results["checkpoint"] = str(save_with_temperature(final, run.state["calibration"]["temperature"],
+                                                          final.parent / "calibrated.ckpt"))
+        module = load_checkpoint(results["checkpoint"])[0]
     report(cfg, run, dm, module, results)
     for key, value in results.items():
         print(f"{key}: {value}")
     return results
+
+
+def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
+    """Temperature scaling: the selected model's validation-season predictions fix one temperature,
+    which the final model then uses. Returns it with the validation log loss before and after."""
+    module = load_checkpoint(checkpoint)[0]
+    val = dm.split.split(dm.tables.deliveries)["validation"]
+    scored = score_deliveries(module.model, dm.encoder, val, dm.eval_batch_size)
+    temperature = fit_temperature(scored)
+    after = scored.copy()
+    after[list(PROB_COLUMNS)] = torch.from_numpy(probabilities(scored)).log().div(temperature).softmax(-1).numpy()
+    return {"temperature": temperature, "val_log_loss_before": score(scored)["log_loss"],
+            "val_log_loss_after": score(after)["log_loss"]}
 
 
 def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcomeModule, results: dict) -> None:
@@ -176,7 +198,7 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcome
         return
     results.update({f"test/{k}": v for k, v in tracking.log_scored(run.uri, run.run_id, scored, "test").items()})
     client = tracking.MlflowClient(run.uri)
-    for key in ("selection/best_val_loss", "selection/epochs"):
+    for key in ("selection/best_val_loss", "selection/epochs", *(k for k in results if k.startswith("calibration/"))):
         if results.get(key) is not None:
             client.log_metric(run.run_id, key, float(results[key]))
     if results.get("checkpoint"):

@@ -56,7 +56,9 @@ def test_positional_parts_are_switchable():
     [(dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
      (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
      (dict(positional_combine="product"), "model.positional_combine"),
-     (dict(positional_dim=7), "even width")],
+     (dict(positional_dim=7), "even width"),
+     (dict(temperature=0.0), "model.temperature must be positive"),
+     (dict(numeric_embedding="spline"), "model.numeric_embedding")],
 )  # fmt: skip
 def test_bad_config_names_the_setting(change, message):
     with pytest.raises(ConfigError, match=message):
@@ -105,3 +107,29 @@ def test_kv_cache_matches_a_full_forward_pass(chunks):
     assert (incremental - full).abs().max().item() <= 1e-5
     assert cache.length == 20
     assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)
+
+
+def test_temperature_divides_the_logits_outside_training_only():
+    torch.manual_seed(0)
+    plain = CricketTransformer(ModelConfig(**TINY))
+    hot = CricketTransformer(ModelConfig(**TINY, temperature=2.0))
+    hot.load_state_dict(plain.state_dict())
+    batch = random_batch(plain.cfg)
+    with torch.no_grad():
+        assert torch.allclose(hot.eval()(batch), plain.eval()(batch) / 2.0, atol=1e-6)
+        assert torch.equal(hot.train()(batch), plain.train()(batch))  # dropout is 0 in TINY
+
+
+def test_periodic_numeric_embedding_is_causal_and_cacheable():
+    torch.manual_seed(0)
+    cfg = ModelConfig(**{**TINY, "numeric_embedding": "periodic", "numeric_frequencies": 3, "numeric_dim": 4})
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    changed = dict(batch, numeric=batch["numeric"].clone())
+    changed["numeric"][:, 9:] += 1.0
+    with torch.no_grad():
+        a, b = model(batch), model(changed)
+        cache = KVCache(cfg.n_layers)
+        steps = [model({k: t[:, i:i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
+    assert torch.equal(a[:, :9], b[:, :9]) and not torch.allclose(a[:, 9:], b[:, 9:])
+    assert (torch.cat(steps, dim=1).softmax(-1) - a.softmax(-1)).abs().max().item() <= 1e-5

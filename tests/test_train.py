@@ -29,6 +29,21 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     assert abs(tested["test/loss"] - results["test/log_loss"]) < 1e-5
 
 
+def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
+    from mlflow import MlflowClient
+
+    from cricket_attn.lit_module import load_checkpoint
+
+    results = tracked_run["results"]
+    assert Path(results["checkpoint"]).name == "calibrated.ckpt"
+    module, _ = load_checkpoint(results["checkpoint"])
+    assert module.model.cfg.temperature == pytest.approx(results["calibration/temperature"])
+    assert 0.5 <= results["calibration/temperature"] <= 2.0 and results["calibration/temperature"] != 1.0
+    assert results["calibration/val_log_loss_after"] <= results["calibration/val_log_loss_before"]
+    logged = MlflowClient(tracked_run["uri"]).get_run(tracked_run["run_id"]).data.metrics
+    assert logged["calibration/temperature"] == pytest.approx(results["calibration/temperature"])
+
+
 def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_path):
     with pytest.raises(ConfigError, match=r"model.max_len=50 is too small: the data has \d+ deliveries"):
         train(tiny_train_config(tmp_path, "model.max_len=50"))

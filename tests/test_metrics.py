@@ -1,0 +1,32 @@
+"""Shared metrics: temperature scaling and the paired comparison on scored deliveries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, score
+
+
+def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    frame = pd.DataFrame(p / p.sum(axis=1, keepdims=True), columns=list(PROB_COLUMNS))
+    frame["outcome"] = pd.Categorical.from_codes(labels, categories=OUTCOMES)
+    frame["phase"] = "middle"
+    return frame
+
+
+@pytest.mark.parametrize("true_temperature", [0.8, 1.0, 1.3])
+def test_fit_temperature_recovers_a_known_miscalibration(true_temperature):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(40_000, len(OUTCOMES))) * 1.5
+    # Outcomes drawn from softmax(logits); the model reports softmax(logits * T): over-confident for T > 1.
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = (p.cumsum(axis=1) < rng.random((len(p), 1))).sum(axis=1)
+    frame = scored_frame(logits * true_temperature, labels)
+    fitted = fit_temperature(frame)
+    assert fitted == pytest.approx(true_temperature, rel=0.03)
+    rescaled = scored_frame(logits * true_temperature / fitted, labels)
+    assert score(rescaled)["log_loss"] <= score(frame)["log_loss"] + 1e-12
