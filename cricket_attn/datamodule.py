@@ -67,7 +67,10 @@ class CricketDataModule(pl.LightningDataModule):
             train = self.datasets["train"].tensors
             season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
             age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
-            train["weight"] = torch.pow(0.5, age / self.season_half_life) * train["mask"]
+            weight = torch.pow(0.5, age / self.season_half_life) * train["mask"]
+            # Mean 1 over the training balls, so the loss of a batch (sum of weighted losses over its real
+            # balls, divided by their number) is larger for batches of recent innings than of old ones.
+            train["weight"] = weight / weight[train["mask"]].mean()
 
     def max_len(self) -> int:
         return max(ds.max_len for ds in self.datasets.values())

@@ -44,7 +44,7 @@ class BallOutcomeModule(pl.LightningModule):
         if self.training and "weight" in batch:  # recency-weighted training (data.season_half_life)
             ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE, reduction="none")
             w = batch["weight"].flatten()
-            return (ce * w).sum() / w.sum(), logits, n
+            return (ce * w).sum() / max(n, 1), logits, n
         loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
         return loss, logits, n
 

@@ -86,3 +86,17 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
         load_checkpoint(tmp_path / "junk.ckpt")
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         load_checkpoint(tmp_path / "missing.ckpt")
+
+
+def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path):
+    dm = datamodule(data_config, tmp_path)
+    module = BallOutcomeModule(dict(dm.encoder.model_dims(), **TINY), lr=3e-3).train()
+    batch = dm.datasets["train"].collate(list(range(4)))
+    torch.manual_seed(0)
+    plain, _, n = module._loss(batch)
+    ones = dict(batch, weight=batch["mask"].float())
+    torch.manual_seed(0)
+    assert torch.isclose(module._loss(ones)[0], plain)  # weight 1 everywhere: the plain mean
+    # A batch of old innings (weight 0.25 each) counts a quarter, not the same after normalising.
+    torch.manual_seed(0)
+    assert torch.isclose(module._loss(dict(batch, weight=0.25 * ones["weight"]))[0], 0.25 * plain)
