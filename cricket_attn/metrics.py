@@ -59,15 +59,20 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def with_temperature(p: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(log p / T): the same classes' order, sharper (T < 1) or flatter (T > 1)."""
+    z = np.log(np.clip(p, 1e-15, 1.0)) / temperature
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
 def fit_temperature(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0)) -> float:
-    """The temperature T that minimises the log loss of softmax(log p / T) on these deliveries
+    """The temperature T that minimises the log loss of `with_temperature` on these deliveries
     (temperature scaling: one number, so it fixes over- or under-confidence without reordering classes)."""
-    y, logp = labels_of(frame), np.log(np.clip(probabilities(frame), 1e-15, 1.0))
+    y, p = labels_of(frame), probabilities(frame)
 
     def loss(t: float) -> float:
-        z = logp / t
-        z -= z.max(axis=1, keepdims=True)
-        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(y)), y]))
+        return float(-np.mean(np.log(np.clip(with_temperature(p, t)[np.arange(len(y)), y], 1e-15, 1.0))))
 
     # The loss is convex in 1/T, so a golden-section search over T finds the one minimum.
     lo, hi = bounds
@@ -75,7 +80,7 @@ def fit_temperature(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0
     while hi - lo > 1e-5:
         a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
         lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
-    return (lo + hi) / 2
+    return float((lo + hi) / 2)
 
 
 def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,

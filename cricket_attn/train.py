@@ -27,7 +27,7 @@ from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, save_with_temperature
 from cricket_attn.model import ConfigError
-from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score
+from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries
 
 
@@ -183,7 +183,7 @@ def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
     scored = score_deliveries(module.model, dm.encoder, val, dm.eval_batch_size)
     temperature = fit_temperature(scored)
     after = scored.copy()
-    after[list(PROB_COLUMNS)] = torch.from_numpy(probabilities(scored)).log().div(temperature).softmax(-1).numpy()
+    after[list(PROB_COLUMNS)] = with_temperature(probabilities(scored), temperature)
     return {"temperature": temperature, "val_log_loss_before": score(scored)["log_loss"],
             "val_log_loss_after": score(after)["log_loss"]}
 

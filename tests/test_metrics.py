@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from cricket_attn.cricsheet import OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, score
+from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, score, with_temperature
 
 
 def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
@@ -28,5 +28,8 @@ def test_fit_temperature_recovers_a_known_miscalibration(true_temperature):
     frame = scored_frame(logits * true_temperature, labels)
     fitted = fit_temperature(frame)
     assert fitted == pytest.approx(true_temperature, rel=0.03)
-    rescaled = scored_frame(logits * true_temperature / fitted, labels)
+    rescaled = frame.copy()
+    rescaled[list(PROB_COLUMNS)] = with_temperature(frame[list(PROB_COLUMNS)].to_numpy(), fitted)
+    truth = scored_frame(logits, labels)
+    assert np.abs(rescaled[list(PROB_COLUMNS)].to_numpy() - truth[list(PROB_COLUMNS)].to_numpy()).max() < 0.02
     assert score(rescaled)["log_loss"] <= score(frame)["log_loss"] + 1e-12
