@@ -73,14 +73,8 @@ class BallOutcomeModule(pl.LightningModule):
         return self.model(batch).softmax(-1)
 
     def configure_optimizers(self):
-        # Weight decay on matrices only: biases, norms and embeddings' scale parameters are left alone.
-        params = [p for p in self.parameters() if p.requires_grad]
-        decay = [p for p in params if p.dim() >= 2]
-        no_decay = [p for p in params if p.dim() < 2]
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": self.hparams.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=self.hparams.lr, betas=tuple(self.hparams.betas),
-        )
+        optimizer = torch.optim.AdamW(parameter_groups(self, self.hparams.weight_decay), lr=self.hparams.lr,
+                                      betas=tuple(self.hparams.betas))
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warmup, floor = self.hparams.warmup_steps, self.hparams.min_lr_ratio
 
@@ -111,6 +105,16 @@ class BallOutcomeModule(pl.LightningModule):
                 f"checkpoint does not fit model settings d_model={cfg.d_model}, n_layers={cfg.n_layers}, "
                 f"positional_parts={list(cfg.positional_parts)}, positional_combine={cfg.positional_combine!r}: "
                 f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+
+
+def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW groups: weight decay on matrices only. Biases and norms are left alone, and so are the
+    periodic embedding's learned frequencies (a matrix, but shrinking a frequency blurs its feature).
+    Embedding tables are decayed: a season's vector shrinks towards the seasons' shared level."""
+    named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    keep = [p.dim() >= 2 and not n.endswith("frequencies") for n, p in named]
+    return [{"params": [p for (_, p), k in zip(named, keep) if k], "weight_decay": weight_decay},
+            {"params": [p for (_, p), k in zip(named, keep) if not k], "weight_decay": 0.0}]
 
 
 def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:

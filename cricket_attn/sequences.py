@@ -24,7 +24,7 @@ IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
 # Integer per-ball fields of a batch (all (B, T)); `numeric` is (B, T, F) and `mask` (B, T).
 LONG_FIELDS = (
     "outcome", "prev_outcome", "innings_marker", "batter", "bowler", "venue",
-    "legal_ball_index", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls", "row",
+    "legal_ball_index", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls", "season", "row",
 )  # fmt: skip
 
 
@@ -62,6 +62,7 @@ class SequenceEncoder:
     rates: dict[str, OutcomeRates]
     mean: np.ndarray
     std: np.ndarray
+    first_season: int
     last_season: int
     unit: str = "innings"
 
@@ -82,7 +83,8 @@ class SequenceEncoder:
             bowlers=Vocab.fit(train["bowler"], min_count),
             venues=Vocab.fit(train["venue"], min_count),
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
-            mean=np.zeros(0), std=np.ones(0), last_season=int(train["season"].max()), unit=unit,
+            mean=np.zeros(0), std=np.ones(0), first_season=int(train["season"].min()),
+            last_season=int(train["season"].max()), unit=unit,
         )
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
@@ -121,35 +123,46 @@ class SequenceEncoder:
             "phase": d["phase"].cat.codes.to_numpy().astype(np.int64),
             "batter_balls": state["batter_balls_before"].to_numpy().astype(np.int64),
             "bowler_balls": state["bowler_balls_before"].to_numpy().astype(np.int64),
+            "season": self.season_slot(d["season"]),
             "row": d.index.to_numpy(dtype=np.int64),
         }
         keys = ["match_id"] if self.unit == "match" else ["match_id", "innings"]
         seq_id = d.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
         return BallSequences.from_flat(per_ball, numeric.astype(np.float32), seq_id)
 
+    def season_slot(self, season: pd.Series) -> np.ndarray:
+        """0 for the first training season up to n_seasons - 1 for the last; later seasons share the last."""
+        seasons = np.clip(season.to_numpy(dtype=np.int64), self.first_season, self.last_season)
+        return seasons - self.first_season
+
     def to_dict(self) -> dict:
         return {
             "batters": self.batters.tokens, "bowlers": self.bowlers.tokens, "venues": self.venues.tokens,
             "rates": {c: {"strength": float(r.strength), "prior": r.prior.tolist(), "keys": r.counts.index.tolist(),
                           "counts": r.counts.to_numpy().tolist()} for c, r in self.rates.items()},
-            "mean": self.mean.tolist(), "std": self.std.tolist(), "last_season": int(self.last_season),
-            "unit": self.unit,
+            "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
+            "last_season": int(self.last_season), "unit": self.unit,
         }  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict) -> SequenceEncoder:
+        missing = [k for k in ("batters", "bowlers", "venues", "rates", "mean", "std", "first_season",
+                               "last_season", "unit") if k not in d]
+        if missing:
+            raise ValueError(f"the stored data encoder lacks {missing} (saved by another version of cricket_attn?)")
         rates = {}
         for c, r in d["rates"].items():
             rates[c] = OutcomeRates(c, r["strength"], np.asarray(r["prior"]),
                                     pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))))
         return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
                    np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
-                   d["last_season"], d["unit"])
+                   d["first_season"], d["last_season"], d["unit"])
 
     def model_dims(self) -> dict:
         """The data-dependent model settings."""
         return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
-                "n_venues": len(self.venues)}
+                "n_venues": len(self.venues),
+                "n_seasons": self.last_season - self.first_season + 1}
 
 
 class BallSequences(torch.utils.data.Dataset):

@@ -38,7 +38,11 @@ def from_checkpoint(path: str | Path) -> TrainedModel:
     state = ckpt.get("CricketDataModule", {})
     if "encoder" not in state:
         raise CheckpointError(f"{path}: the checkpoint has no fitted data encoder (was it saved by cricket-attn-train?)")
-    return TrainedModel(module.model, SequenceEncoder.from_dict(state["encoder"]), str(path))
+    try:
+        encoder = SequenceEncoder.from_dict(state["encoder"])
+    except ValueError as err:
+        raise CheckpointError(f"{path}: {err}") from None
+    return TrainedModel(module.model, encoder, str(path))
 
 
 def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:

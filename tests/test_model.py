@@ -12,7 +12,7 @@ from cricket_attn.model import (
     sinusoidal_table,
 )  # fmt: skip
 
-TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
+TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_seasons=4, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
 
 
 def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -22,7 +22,7 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
         "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
         "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
         "legal_ball_index": torch.arange(T).expand(B, T), "ball_in_over": r(7), "over": r(20), "phase": r(3),
-        "batter_balls": r(90), "bowler_balls": r(24),
+        "batter_balls": r(90), "bowler_balls": r(24), "season": r(cfg.n_seasons),
     }  # fmt: skip
 
 
@@ -58,7 +58,9 @@ def test_positional_parts_are_switchable():
      (dict(positional_combine="product"), "model.positional_combine"),
      (dict(positional_dim=7), "even width"),
      (dict(temperature=0.0), "model.temperature must be positive"),
-     (dict(numeric_embedding="spline"), "model.numeric_embedding")],
+     (dict(numeric_embedding="spline"), "model.numeric_embedding"),
+     (dict(season_effect="era"), "model.season_effect"),
+     (dict(n_seasons=0), "model.n_seasons must be at least 1")],
 )  # fmt: skip
 def test_bad_config_names_the_setting(change, message):
     with pytest.raises(ConfigError, match=message):
@@ -89,10 +91,11 @@ def test_later_balls_never_change_earlier_predictions():
     assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
 
 
+@pytest.mark.parametrize("season_effect", ["none", "bias", "embedding"])
 @pytest.mark.parametrize("chunks", [[1] * 20, [5, 1, 1, 13], [20]])
-def test_kv_cache_matches_a_full_forward_pass(chunks):
+def test_kv_cache_matches_a_full_forward_pass(chunks, season_effect):
     torch.manual_seed(0)
-    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 3})
+    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 3, "season_effect": season_effect})
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     with torch.no_grad():
@@ -133,3 +136,26 @@ def test_periodic_numeric_embedding_is_causal_and_cacheable():
         steps = [model({k: t[:, i:i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
     assert torch.equal(a[:, :9], b[:, :9]) and not torch.allclose(a[:, 9:], b[:, 9:])
     assert (torch.cat(steps, dim=1).softmax(-1) - a.softmax(-1)).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("season_effect", ["bias", "embedding"])
+def test_season_term_moves_only_its_own_seasons_balls(season_effect):
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, season_effect=season_effect)
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    with torch.no_grad():
+        table = model.season_bias if season_effect == "bias" else model.season
+        table.weight[2] += torch.linspace(-1, 1, table.weight.size(1))  # season slot 2 only
+        moved = model(batch)
+        table.weight[2] -= torch.linspace(-1, 1, table.weight.size(1))
+        plain = model(batch)
+    in_slot = batch["season"] == 2
+    assert in_slot.any() and (~in_slot).any()
+    changed = (moved - plain).abs().amax(-1) > 1e-4
+    if season_effect == "bias":  # an output bias touches exactly its own balls
+        assert torch.equal(changed, in_slot)
+    else:  # an input vector also reaches later balls through attention, never earlier ones
+        first = in_slot.float().argmax(1)
+        for b in range(3):
+            assert not changed[b, : first[b]].any() and changed[b, first[b]]

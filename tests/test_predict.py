@@ -166,3 +166,13 @@ def test_a_missing_or_foreign_model_fails_before_reading_data(tmp_path, capsys):
                  f"sqlite:///{tmp_path / 'mlflow.db'}", str(FIXTURES)]) == 2
     assert "no such MLflow model" in capsys.readouterr().err
     assert out.read_text() == "previous results"
+
+
+def test_a_checkpoint_whose_encoder_lacks_a_field_names_it(checkpoint, tmp_path, capsys):
+    ckpt = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    del ckpt["CricketDataModule"]["encoder"]["first_season"]  # as saved before season terms existed
+    old = tmp_path / "old.ckpt"
+    torch.save(ckpt, old)
+    assert main(["--model", str(old), "--out", str(tmp_path / "scores.parquet"), str(FIXTURES)]) == 2
+    err = capsys.readouterr().err
+    assert "old.ckpt" in err and "first_season" in err and len(err.strip().splitlines()) == 1

@@ -41,6 +41,15 @@ def test_positions_line_up_with_deliveries(encoder, parts):
     assert not t["mask"][short, L:].any() and (t["outcome"][short, L:] == IGNORE).all()
 
 
+def test_seasons_after_training_share_the_last_training_seasons_slot(encoder, parts):
+    n = encoder.model_dims()["n_seasons"]
+    assert n == parts["train"]["season"].max() - parts["train"]["season"].min() + 1
+    train = encoder.encode(parts["train"]).tensors
+    assert train["season"][train["mask"]].min() == 0 and train["season"][train["mask"]].max() == n - 1
+    test = encoder.encode(parts["test"]).tensors
+    assert (test["season"][test["mask"]] == n - 1).all()
+
+
 def test_vocabularies_come_from_training_seasons_only(encoder, parts):
     train_batters = set(parts["train"]["batter"].astype(str))
     assert set(encoder.batters.tokens[1:]) <= train_batters and encoder.batters.tokens[0] == UNK
