@@ -27,13 +27,11 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.features import STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
 from cricket_attn.metrics import PROB_COLUMNS, labels_of, paired_difference
 from cricket_attn.scoring import DELIVERY_COLUMNS
 from cricket_attn.splits import SeasonSplit
 
-N_CLASSES = len(OUTCOMES)
-RATE_COLUMNS = ("batter", "bowler", "venue")
 
 
 @dataclass

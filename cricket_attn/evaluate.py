@@ -22,6 +22,7 @@ from cricket_attn.metrics import score
 from cricket_attn.serving import load_trained
 from cricket_attn.splits import SeasonSplit
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="cricket-attn-evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/...) or a checkpoint path")

@@ -16,6 +16,7 @@ import pandas as pd
 from cricket_attn.cricsheet import OUTCOMES
 
 N_CLASSES = len(OUTCOMES)
+RATE_COLUMNS = ("batter", "bowler", "venue")  # whose outcome rates the models get
 _OUT = {name: i for i, name in enumerate(OUTCOMES)}
 
 # Numeric match-state columns made by `match_state`, in order.
@@ -33,6 +34,15 @@ STATE_COLUMNS = (
 def innings_key(d: pd.DataFrame) -> np.ndarray:
     """An integer per (match, innings), in table order."""
     return d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
+
+
+def innings_balls(d: pd.DataFrame) -> np.ndarray:
+    """Legal balls each delivery's innings may last: a chase has its (possibly DLS-reduced) target
+    overs, else the scheduled overs (20 when the file gives neither). Overs like 12.3 are 12 overs
+    and 3 balls."""
+    overs = d["target_overs"].astype("Float64").fillna(d["scheduled_overs"].astype("Float64")).fillna(20.0)
+    overs = overs.to_numpy(dtype=float)
+    return np.floor(overs) * d["balls_per_over"].to_numpy() + np.round((overs - np.floor(overs)) * 10)
 
 
 def _before(values: pd.Series, groups: Sequence) -> pd.Series:
@@ -56,12 +66,8 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     out["wickets_before"] = _before(wickets, inn)
     out["legal_balls_before"] = d["legal_ball_index"]
 
-    # Balls available: a chase uses its (possibly DLS-reduced) target overs, else the scheduled overs.
-    overs = d["target_overs"].astype("Float64").fillna(d["scheduled_overs"].astype("Float64")).fillna(20.0)
-    overs = overs.to_numpy(dtype=float)
     bpo = d["balls_per_over"].to_numpy()
-    total_balls = np.floor(overs) * bpo + np.round((overs - np.floor(overs)) * 10)
-    out["balls_left"] = np.maximum(total_balls - d["legal_ball_index"].to_numpy(), 0)
+    out["balls_left"] = np.maximum(innings_balls(d) - d["legal_ball_index"].to_numpy(), 0)
     out["run_rate"] = out["runs_before"] / np.maximum(out["legal_balls_before"], 1) * bpo
 
     target = d["target_runs"].astype("Float64").fillna(0).to_numpy(dtype=float)

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import load_data_config
 from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
+from cricket_attn.features import innings_balls
 from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.sequences import UNK
@@ -80,13 +81,9 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     wickets = d.groupby(["match_id", "innings"], observed=True)["wicket_count"].sum()
     key = pd.MultiIndex.from_frame(last[["match_id", "innings"]])
     scored, fallen = runs.reindex(key).to_numpy(), wickets.reindex(key).to_numpy()
-    overs = last["target_overs"].astype("Float64").fillna(last["scheduled_overs"].astype("Float64")).fillna(20.0)
-    overs = overs.to_numpy(dtype=float)
-    bpo = last["balls_per_over"].to_numpy()
-    total_balls = np.floor(overs) * bpo + np.round((overs - np.floor(overs)) * 10)
     legal_after = last["legal_ball_index"].to_numpy() + last["is_legal"].to_numpy(dtype=int)
     target = last["target_runs"].astype("Float64").fillna(np.inf).to_numpy(dtype=float)
-    open_ = (legal_after < total_balls) & (fallen < MAX_WICKETS) & (scored < target)
+    open_ = (legal_after < innings_balls(last)) & (fallen < MAX_WICKETS) & (scored < target)
     striker, non_striker, new_over = (a[open_] for a in next_batters(last))
     last = last[open_]
 

@@ -14,18 +14,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.features import OutcomeRates, match_state
+from cricket_attn.features import RATE_COLUMNS, OutcomeRates, match_state
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"
-RATE_COLUMNS = ("batter", "bowler", "venue")
 IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
-
-# Integer per-ball fields of a batch (all (B, T)); `numeric` is (B, T, F) and `mask` (B, T).
-LONG_FIELDS = (
-    "outcome", "prev_outcome", "innings_marker", "batter", "bowler", "venue",
-    "legal_ball_index", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls", "season", "row",
-)  # fmt: skip
 
 
 @dataclass
@@ -110,6 +103,7 @@ class SequenceEncoder:
         prev = np.r_[START_OF_INNINGS, d["outcome"].cat.codes.to_numpy()[:-1]].astype(np.int64)
         prev[inn_start] = START_OF_INNINGS
         chase = d["target_runs"].notna().to_numpy()
+        # A batch holds these as (B, T) integers, plus `numeric` (B, T, F) and `mask` (B, T).
         per_ball = {
             "outcome": d["outcome"].cat.codes.to_numpy().astype(np.int64),
             "prev_outcome": prev,

@@ -9,6 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from cricket_attn.baselines import FrequencyTable, TabularFeatures
+from cricket_attn.features import STATE_COLUMNS
 from cricket_attn.metrics import PROB_COLUMNS, paired_difference, per_ball_log_loss
 from cricket_attn.tracking import load_scored
 
@@ -58,7 +59,8 @@ def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliver
     changed = d.copy()
     last = changed.groupby(["match_id", "innings"]).tail(1).index
     changed.loc[last, "runs_total"] += 6  # the last ball of each innings: nothing before it moves
-    assert np.array_equal(feats.transform(changed)[:, :24], feats.transform(d)[:, :24])
+    n_state = len(STATE_COLUMNS)
+    assert np.array_equal(feats.transform(changed)[:, :n_state], feats.transform(d)[:, :n_state])
     table = FrequencyTable(strength=50).fit(
         pd.DataFrame({"phase": ["death"], "wickets_before": [0], "ball_in_over": [1]}), np.array([4]))
     unseen = table.predict_proba(pd.DataFrame({"phase": ["middle"], "wickets_before": [9], "ball_in_over": [6]}))

@@ -1,4 +1,4 @@
-"""Shared metrics: temperature scaling and the paired comparison on scored deliveries."""
+"""Shared metrics: temperature scaling recovers a known miscalibration."""
 
 from __future__ import annotations
 
