@@ -137,7 +137,8 @@ class Summary:
     matches: int = 0
     deliveries: int = 0
     next_balls: int = 0
-    unknown_players: list[str] = field(default_factory=list)
+    unknown_batters: list[str] = field(default_factory=list)  # batting with no embedding of their own
+    unknown_bowlers: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     out: str = ""
     model: str = ""
@@ -147,13 +148,17 @@ class Summary:
         lines = [f"model:              {self.model}",
                  f"matches scored:     {self.matches:,}",
                  f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
-                 f"players unknown to the model: {len(self.unknown_players)}"
-                 + (f" ({', '.join(self.unknown_players[:10])}{', ...' if len(self.unknown_players) > 10 else ''})"
-                    if self.unknown_players else ""),
+                 _names("batters unknown to the model", self.unknown_batters),
+                 _names("bowlers unknown to the model", self.unknown_bowlers),
                  f"files skipped:      {len(self.skipped)}"]
         lines += [f"  {reason}" for reason in self.skipped]
         lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
         return "\n".join(lines)
+
+
+def _names(what: str, names: list[str], show: int = 10) -> str:
+    listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
+    return f"{what}: {len(names)}{listed}"
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> None:
@@ -188,10 +193,10 @@ def run(args: argparse.Namespace) -> Summary:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     out = predict_tables(trained, tables, phases)
     write_table(out, args.out)
-    known = set(trained.encoder.batters.tokens) | set(trained.encoder.bowlers.tokens)
+    # A player is known as a batter or as a bowler: a bowler's embedding says nothing of his batting.
     regular = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)]
-    players = set(regular["batter"].astype(str)) | set(regular["bowler"].astype(str))
-    summary.unknown_players = sorted(players - known)
+    summary.unknown_batters = sorted(set(regular["batter"].astype(str)) - set(trained.encoder.batters.tokens))
+    summary.unknown_bowlers = sorted(set(regular["bowler"].astype(str)) - set(trained.encoder.bowlers.tokens))
     summary.matches = int(out["match_id"].nunique())
     summary.next_balls = int(out["outcome"].isna().sum())
     summary.deliveries = len(out) - summary.next_balls
