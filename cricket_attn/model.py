@@ -19,6 +19,7 @@ N_OUTCOMES = 10
 START_OF_INNINGS = N_OUTCOMES  # the "previous outcome" of an innings' first ball
 N_INNINGS_MARKERS = 3  # first innings, chase, super over
 SEASON_EFFECTS = ("none", "bias", "embedding")
+NUMERIC_EMBEDDINGS = ("mlp", "periodic", "bins")
 
 
 class ConfigError(ValueError):
@@ -50,6 +51,9 @@ class ModelConfig:
     numeric_frequencies: int = 8  # periodic: learned frequencies per feature
     numeric_dim: int = 8  # periodic: width of each feature's embedding before the projection
     numeric_sigma: float = 1.0  # periodic: spread of the initial frequencies (features are standardised)
+    numeric_bins: int = 16  # bins: piecewise-linear pieces per feature, between training quantiles
+    # bins: each feature's training quantiles at levels 0, 1/Q, ..., 1 (from the data encoder)
+    numeric_quantiles: list[list[float]] | None = None
     season_effect: str = "none"  # "bias": a learned outcome bias per season; "embedding": a season vector in the input
     n_classes: int = N_OUTCOMES
     temperature: float = 1.0  # divides the logits outside training; fitted on validation (calibration)
@@ -69,8 +73,17 @@ class ModelConfig:
         for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "n_seasons", "max_len"):
             if getattr(self, f) < 1:
                 raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
-        if self.numeric_embedding not in ("mlp", "periodic"):
-            raise ConfigError(f"model.numeric_embedding must be 'mlp' or 'periodic', got {self.numeric_embedding!r}")
+        if self.numeric_embedding not in NUMERIC_EMBEDDINGS:
+            raise ConfigError(f"model.numeric_embedding must be one of {list(NUMERIC_EMBEDDINGS)}, "
+                              f"got {self.numeric_embedding!r}")
+        if self.numeric_embedding == "bins":
+            if self.numeric_quantiles is None:
+                raise ConfigError("model.numeric_embedding=bins needs the training quantiles of the numeric "
+                                  "features (model.numeric_quantiles, given by the data encoder)")
+            levels = len(self.numeric_quantiles[0]) - 1
+            if len(self.numeric_quantiles) != self.n_numeric or self.numeric_bins < 1 or levels % self.numeric_bins:
+                raise ConfigError(f"model.numeric_bins={self.numeric_bins} must divide the {levels} quantile steps "
+                                  f"given for each of the {self.n_numeric} numeric features")
         if self.season_effect not in SEASON_EFFECTS:
             raise ConfigError(f"model.season_effect must be one of {list(SEASON_EFFECTS)}, got {self.season_effect!r}")
         if not self.temperature > 0:
@@ -154,6 +167,29 @@ class PeriodicNumericEmbedding(nn.Module):
         waves = torch.cat([torch.cos(angle), torch.sin(angle)], dim=-1)  # (B, T, F, 2k)
         h = F.relu(torch.einsum("btfk,fkd->btfd", waves, self.weight) + self.bias)  # (B, T, F, dim)
         return self.proj(h.flatten(-2))  # (B, T, C)
+
+
+class PiecewiseLinearEmbedding(nn.Module):
+    """Each numeric feature as its value plus one ramp per bin between training quantiles,
+    clip((x - lower) / width, 0, 1), so the layer after it can bend the response at any quantile:
+    a tree's sharp split (8 wickets down, the last over) becomes reachable for a smooth model
+    (Gorishniy et al. 2022). A bin of no width (a discrete value many balls share) is a step up at that value."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        q = torch.tensor(cfg.numeric_quantiles, dtype=torch.float32)  # (F, Q + 1)
+        edges = q[:, :: (q.size(1) - 1) // cfg.numeric_bins]  # (F, bins + 1)
+        lower, width = edges[:, :-1], edges[:, 1:] - edges[:, :-1]
+        # A bin of no width at value v is the step x >= v, with room for rounding below v.
+        step = width < 1e-4
+        self.register_buffer("lower", torch.where(step, lower - 1e-4, lower).contiguous(), persistent=False)
+        self.register_buffer("width", torch.where(step, 1e-4, width).contiguous(), persistent=False)
+        self.mlp = nn.Sequential(nn.Linear(cfg.n_numeric * (cfg.numeric_bins + 1), cfg.d_model), nn.GELU(),
+                                 nn.Linear(cfg.d_model, cfg.d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ramps = ((x[..., None] - self.lower) / self.width).clamp(0, 1)  # (B, T, F, bins)
+        return self.mlp(torch.cat([x[..., None], ramps], dim=-1).flatten(-2))  # (B, T, C)
 
 
 class KVCache:
@@ -241,6 +277,8 @@ class CricketTransformer(nn.Module):
             self.season = nn.Embedding(cfg.n_seasons, cfg.d_model)
         if cfg.numeric_embedding == "periodic":
             self.numeric = PeriodicNumericEmbedding(cfg)
+        elif cfg.numeric_embedding == "bins":
+            self.numeric = PiecewiseLinearEmbedding(cfg)
         else:
             self.numeric = nn.Sequential(nn.Linear(cfg.n_numeric, cfg.d_model), nn.GELU(),
                                          nn.Linear(cfg.d_model, cfg.d_model))

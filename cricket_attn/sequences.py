@@ -18,6 +18,7 @@ from cricket_attn.features import RATE_COLUMNS, OutcomeRates, match_state
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"
+QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0, 1/32, ..., 1
 IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
 
 
@@ -58,6 +59,7 @@ class SequenceEncoder:
     first_season: int
     last_season: int
     unit: str = "innings"
+    quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
@@ -83,6 +85,8 @@ class SequenceEncoder:
         numeric = enc.numeric(train, state, out_of_fold=True)
         enc.mean = numeric.mean(axis=0)
         enc.std = numeric.std(axis=0) + 1e-6
+        levels = np.linspace(0, 1, QUANTILE_STEPS + 1)
+        enc.quantiles = np.quantile((numeric - enc.mean) / enc.std, levels, axis=0).T.astype(np.float32)
         return enc, enc._sequences(train, state, numeric)
 
     def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
@@ -136,6 +140,7 @@ class SequenceEncoder:
                           "counts": r.counts.to_numpy().tolist()} for c, r in self.rates.items()},
             "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
             "last_season": int(self.last_season), "unit": self.unit,
+            "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
         }  # fmt: skip
 
     @classmethod
@@ -150,13 +155,15 @@ class SequenceEncoder:
                                     pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))))
         return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
                    np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
-                   d["first_season"], d["last_season"], d["unit"])
+                   d["first_season"], d["last_season"], d["unit"],
+                   None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32))
 
     def model_dims(self) -> dict:
         """The data-dependent model settings."""
         return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
                 "n_venues": len(self.venues),
-                "n_seasons": self.last_season - self.first_season + 1}
+                "n_seasons": self.last_season - self.first_season + 1,
+                "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist()}
 
 
 class BallSequences(torch.utils.data.Dataset):

@@ -9,10 +9,12 @@ import torch
 
 from cricket_attn.model import (
     POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, KVCache, ModelConfig,
-    sinusoidal_table,
+    PiecewiseLinearEmbedding, sinusoidal_table,
 )  # fmt: skip
 
 TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_seasons=4, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
+# Quantiles at levels 0, 1/4, ..., 1 for each of TINY's five features.
+QUANTILES = [[-2.0, -0.5, 0.0, 0.5, 2.0]] * 4 + [[0.0, 0.0, 0.0, 1.0, 1.0]]
 
 
 def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -59,6 +61,9 @@ def test_positional_parts_are_switchable():
      (dict(positional_dim=7), "even width"),
      (dict(temperature=0.0), "model.temperature must be positive"),
      (dict(numeric_embedding="spline"), "model.numeric_embedding"),
+     (dict(numeric_embedding="bins"), "needs the training quantiles"),
+     (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3 must divide"),
+     (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
      (dict(season_effect="era"), "model.season_effect"),
      (dict(n_seasons=0), "model.n_seasons must be at least 1")],
 )  # fmt: skip
@@ -123,9 +128,24 @@ def test_temperature_divides_the_logits_outside_training_only():
         assert torch.equal(hot.train()(batch), plain.train()(batch))  # dropout is 0 in TINY
 
 
-def test_periodic_numeric_embedding_is_causal_and_cacheable():
+def test_piecewise_linear_ramps_between_quantiles():
+    cfg = ModelConfig(**TINY, numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES)
+    emb = PiecewiseLinearEmbedding(cfg)
+    # Two bins from the quantiles at 0, 1/2 and 1: [-2, 0] and [0, 2] for features 0-3, [0, 0] and [0, 1]
+    # for the discrete feature 4, whose first bin has no width and so is a step at 0.
+    captured = {}
+    emb.mlp[0].register_forward_hook(lambda m, args, out: captured.update(x=args[0]))
+    emb(torch.tensor([[[-3.0, -1.0, 0.5, 2.5, 0.0]]]))
+    parts = captured["x"].view(5, 3)  # per feature: value, first ramp, second ramp
+    expected = [[-3.0, 0.0, 0.0], [-1.0, 0.5, 0.0], [0.5, 1.0, 0.25], [2.5, 1.0, 1.0], [0.0, 1.0, 0.0]]
+    assert torch.allclose(parts, torch.tensor(expected))
+
+
+@pytest.mark.parametrize("numeric", [dict(numeric_embedding="periodic", numeric_frequencies=3, numeric_dim=4),
+                                     dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES)])
+def test_numeric_embeddings_are_causal_and_cacheable(numeric):
     torch.manual_seed(0)
-    cfg = ModelConfig(**{**TINY, "numeric_embedding": "periodic", "numeric_frequencies": 3, "numeric_dim": 4})
+    cfg = ModelConfig(**TINY, **numeric)
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     changed = dict(batch, numeric=batch["numeric"].clone())

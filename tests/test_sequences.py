@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cricket_attn.model import START_OF_INNINGS, CricketTransformer, ModelConfig
-from cricket_attn.sequences import IGNORE, UNK, BucketBatchSampler, SequenceEncoder
+from cricket_attn.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder
 from cricket_attn.splits import SeasonSplit
 
 
@@ -62,12 +62,14 @@ def test_vocabularies_come_from_training_seasons_only(encoder, parts):
     assert (flat_batter[torch.isin(flat_rows, torch.as_tensor(rows))] == 0).all()
 
 
-def test_changing_ball_k_or_later_leaves_predictions_up_to_k_unchanged(encoder, parts):
+@pytest.mark.parametrize("numeric_embedding", ["mlp", "bins"])
+def test_changing_ball_k_or_later_leaves_predictions_up_to_k_unchanged(encoder, parts, numeric_embedding):
     """The leakage test through the whole pipeline: features, sequences and the causal model."""
     innings = parts["test"]
     first = innings[(innings["match_id"] == innings["match_id"].iloc[0]) & (innings["innings"] == 1)].copy()
     torch.manual_seed(0)
-    model = CricketTransformer(ModelConfig(**encoder.model_dims(), d_model=16, n_heads=2, max_len=200)).eval()
+    model = CricketTransformer(ModelConfig(**encoder.model_dims(), d_model=16, n_heads=2, max_len=200,
+                                           numeric_embedding=numeric_embedding)).eval()
 
     def predict(d):
         batch = encoder.encode(d).collate([0])
@@ -93,9 +95,24 @@ def test_encoder_round_trips_through_plain_python(encoder, parts):
 
     state = encoder.to_dict()
     again = SequenceEncoder.from_dict(json.loads(json.dumps(state)))  # plain types only
+    assert again.model_dims() == encoder.model_dims()
     a, b = encoder.encode(parts["validation"]), again.encode(parts["validation"])
     for name in a.tensors:
         assert torch.allclose(a.tensors[name].float(), b.tensors[name].float(), atol=1e-5), name
+
+
+def test_quantiles_of_the_scaled_training_features(encoder, parts):
+    from cricket_attn.features import STATE_COLUMNS
+
+    q = encoder.quantiles
+    assert q.shape == (len(encoder.mean), QUANTILE_STEPS + 1) and (np.diff(q, axis=1) >= 0).all()
+    scaled = encoder.encode(parts["train"], out_of_fold=True).tensors
+    scaled = scaled["numeric"][scaled["mask"]].numpy()
+    runs = STATE_COLUMNS.index("runs_before")  # many distinct values: the median splits the balls in half
+    below = (scaled[:, runs] <= q[runs, QUANTILE_STEPS // 2] + 1e-5).mean()
+    assert 0.49 <= below <= 0.53
+    assert q[runs, 0] == pytest.approx(scaled[:, runs].min(), abs=1e-5)
+    assert q[runs, -1] == pytest.approx(scaled[:, runs].max(), abs=1e-5)
 
 
 def test_rates_for_training_rows_exclude_their_own_match(encoder, parts):
