@@ -1,7 +1,7 @@
 """Training throughput (deliveries per second) and peak memory of the transformer on the IPL archive.
 
 Usage: python benchmarks/train_speed.py [--d-model 64] [--n-layers 2] [--epochs 2] [--accelerator cpu]
-       [--precision 32-true] [--batch-size 64]
+       [--precision 32-true] [--batch-size 64] [--numeric-embedding bins] [--numeric-hidden 256]
 Times `Trainer.fit` over the training seasons with validation off, so the number is training alone.
 On a GPU, pass --accelerator gpu --precision bf16-mixed --batch-size 1024. Prints a table last.
 """
@@ -30,6 +30,8 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--accelerator", default="cpu")
     p.add_argument("--precision", default="32-true")
+    p.add_argument("--numeric-embedding", default="bins", choices=["bins", "mlp", "periodic"])
+    p.add_argument("--numeric-hidden", type=int, default=None, help="default: d_model")
     args = p.parse_args()
 
     cfg = load_data_config("ipl")
@@ -37,7 +39,8 @@ def main() -> None:
                            min_count=50, batch_size=args.batch_size)
     dm.prepare_data()
     dm.setup("fit")
-    model = dict(dm.encoder.model_dims(), d_model=args.d_model, n_heads=4, n_layers=args.n_layers, max_len=160)
+    model = dict(dm.encoder.model_dims(), d_model=args.d_model, n_heads=4, n_layers=args.n_layers, max_len=160,
+                 numeric_embedding=args.numeric_embedding, numeric_hidden=args.numeric_hidden)
     module = BallOutcomeModule(model)
     trainer = pl.Trainer(max_epochs=args.epochs, accelerator=args.accelerator, devices=1, precision=args.precision,
                          limit_val_batches=0, logger=False, enable_checkpointing=False, enable_progress_bar=False,
@@ -51,9 +54,11 @@ def main() -> None:
     gpu_peak = torch.cuda.max_memory_allocated() / 1024**3 if args.accelerator == "gpu" else None
 
     print(f"device: {device}; torch {torch.__version__}; threads {torch.get_num_threads()}")
-    print(f"{'model':<28} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'peak RSS GB':>12}"
+    print(f"{'model':<40} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'peak RSS GB':>12}"
           + (f" {'GPU peak GB':>12}" if gpu_peak is not None else ""))
-    print(f"{f'd_model={args.d_model}, {args.n_layers} layers':<28} {deliveries:>11,} {seconds:>8.1f} "
+    name = f"d_model={args.d_model}, {args.n_layers} layers, {args.numeric_embedding}"
+    name += f" (hidden {args.numeric_hidden})" if args.numeric_hidden else ""
+    print(f"{name:<40} {deliveries:>11,} {seconds:>8.1f} "
           f"{deliveries / seconds:>13,.0f} {peak_gb:>12.2f}" + (f" {gpu_peak:>12.2f}" if gpu_peak is not None else ""))
 
 

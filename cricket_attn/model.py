@@ -47,7 +47,8 @@ class ModelConfig:
     positional_parts: tuple[str, ...] = POSITIONAL_PARTS
     positional_combine: str = "concat"  # "concat" then project to d_model, or "sum"
     positional_dim: int = 16  # width of each part when concatenated
-    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, or "periodic" per feature
+    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
+    numeric_hidden: int | None = None  # mlp and bins: hidden width of the MLP into d_model (None: d_model)
     numeric_frequencies: int = 8  # periodic: learned frequencies per feature
     numeric_dim: int = 8  # periodic: width of each feature's embedding before the projection
     numeric_sigma: float = 1.0  # periodic: spread of the initial frequencies (features are standardised)
@@ -76,6 +77,8 @@ class ModelConfig:
         if self.numeric_embedding not in NUMERIC_EMBEDDINGS:
             raise ConfigError(f"model.numeric_embedding must be one of {list(NUMERIC_EMBEDDINGS)}, "
                               f"got {self.numeric_embedding!r}")
+        if self.numeric_hidden is not None and self.numeric_hidden < 1:
+            raise ConfigError(f"model.numeric_hidden must be at least 1 (or null for d_model), got {self.numeric_hidden}")
         if self.numeric_embedding == "bins":
             if self.numeric_quantiles is None:
                 raise ConfigError("model.numeric_embedding=bins needs the training quantiles of the numeric "
@@ -169,6 +172,11 @@ class PeriodicNumericEmbedding(nn.Module):
         return self.proj(h.flatten(-2))  # (B, T, C)
 
 
+def numeric_mlp(n_inputs: int, cfg: ModelConfig) -> nn.Sequential:
+    hidden = cfg.numeric_hidden or cfg.d_model
+    return nn.Sequential(nn.Linear(n_inputs, hidden), nn.GELU(), nn.Linear(hidden, cfg.d_model))
+
+
 class PiecewiseLinearEmbedding(nn.Module):
     """Each numeric feature as its value plus one ramp per bin between training quantiles,
     clip((x - lower) / width, 0, 1), so the layer after it can bend the response at any quantile:
@@ -184,8 +192,7 @@ class PiecewiseLinearEmbedding(nn.Module):
         step = width < 1e-4
         self.register_buffer("lower", torch.where(step, lower - 1e-4, lower).contiguous(), persistent=False)
         self.register_buffer("width", torch.where(step, 1e-4, width).contiguous(), persistent=False)
-        self.mlp = nn.Sequential(nn.Linear(cfg.n_numeric * (cfg.numeric_bins + 1), cfg.d_model), nn.GELU(),
-                                 nn.Linear(cfg.d_model, cfg.d_model))
+        self.mlp = numeric_mlp(cfg.n_numeric * (cfg.numeric_bins + 1), cfg)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         ramps = ((x[..., None] - self.lower) / self.width).clamp(0, 1)  # (B, T, F, bins)
@@ -280,8 +287,7 @@ class CricketTransformer(nn.Module):
         elif cfg.numeric_embedding == "bins":
             self.numeric = PiecewiseLinearEmbedding(cfg)
         else:
-            self.numeric = nn.Sequential(nn.Linear(cfg.n_numeric, cfg.d_model), nn.GELU(),
-                                         nn.Linear(cfg.d_model, cfg.d_model))
+            self.numeric = numeric_mlp(cfg.n_numeric, cfg)
         self.position = CricketPositionalEncoding(cfg)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))

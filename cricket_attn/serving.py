@@ -77,14 +77,15 @@ class DeliveriesModel(mlflow.pyfunc.PythonModel):
         return plain_types(self.trained.score(restore_types(model_input)))
 
 
-def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, registered_name: str | None = None):
-    """Log the checkpoint as the run's `model` (pyfunc over a deliveries table, with a signature)."""
+def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, example_scored: pd.DataFrame,
+              registered_name: str | None = None):
+    """Log the checkpoint as the run's `model` (pyfunc over a deliveries table), with the signature of
+    `example` and what the model made of it (`example_scored`, so the checkpoint is not loaded again)."""
     from mlflow.models import infer_signature
 
     from cricket_attn.deliveries import plain_types
 
-    trained = from_checkpoint(checkpoint)
-    signature = infer_signature(plain_types(example), plain_types(trained.score(example)))
+    signature = infer_signature(plain_types(example), plain_types(example_scored))
     with mlflow.start_run(run_id=run_id):
         return mlflow.pyfunc.log_model(
             name="model", python_model=str(Path(__file__).with_name("mlflow_model.py")), artifacts={CHECKPOINT_ARTIFACT: str(checkpoint)},

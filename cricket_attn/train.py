@@ -158,8 +158,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                             max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
         results["checkpoint"] = refit_ckpt.last_model_path or refit_ckpt.best_model_path
     else:
-        if best_path:  # the test scores the best epoch's weights, not the last epoch's
-            module = load_checkpoint(best_path)[0]
+        if best_path and "calibration" not in run.state:  # the test scores the best epoch's weights, not the
+            module = load_checkpoint(best_path)[0]  # last epoch's (calibration below loads them, with T)
         dm.prepare_data()
         dm.setup("test")  # a no-op after fitting
         results["checkpoint"] = best_path
@@ -208,7 +208,8 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcome
 
             first = test["match_id"].iloc[0] if len(test) else None
             example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
-            log_model(run.run_id, results["checkpoint"], example, cfg.mlflow.registered_model_name)
+            example_scored = score_deliveries(module.model, dm.encoder, example, dm.eval_batch_size)
+            log_model(run.run_id, results["checkpoint"], example, example_scored, cfg.mlflow.registered_model_name)
 
 
 def train(cfg: DictConfig) -> dict:

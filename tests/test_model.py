@@ -61,6 +61,7 @@ def test_positional_parts_are_switchable():
      (dict(positional_dim=7), "even width"),
      (dict(temperature=0.0), "model.temperature must be positive"),
      (dict(numeric_embedding="spline"), "model.numeric_embedding"),
+     (dict(numeric_hidden=0), "model.numeric_hidden must be at least 1"),
      (dict(numeric_embedding="bins"), "needs the training quantiles"),
      (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3 must divide"),
      (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
@@ -142,7 +143,8 @@ def test_piecewise_linear_ramps_between_quantiles():
 
 
 @pytest.mark.parametrize("numeric", [dict(numeric_embedding="periodic", numeric_frequencies=3, numeric_dim=4),
-                                     dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES)])
+                                     dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES,
+                                          numeric_hidden=12)])
 def test_numeric_embeddings_are_causal_and_cacheable(numeric):
     torch.manual_seed(0)
     cfg = ModelConfig(**TINY, **numeric)
@@ -156,6 +158,8 @@ def test_numeric_embeddings_are_causal_and_cacheable(numeric):
         steps = [model({k: t[:, i:i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
     assert torch.equal(a[:, :9], b[:, :9]) and not torch.allclose(a[:, 9:], b[:, 9:])
     assert (torch.cat(steps, dim=1).softmax(-1) - a.softmax(-1)).abs().max().item() <= 1e-5
+    if "numeric_hidden" in numeric:
+        assert model.numeric.mlp[0].out_features == numeric["numeric_hidden"]
 
 
 @pytest.mark.parametrize("season_effect", ["bias", "embedding"])
