@@ -28,7 +28,7 @@ from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
-from cricket_attn.metrics import PROB_COLUMNS, labels_of, paired_difference
+from cricket_attn.metrics import KEY_COLUMNS, PROB_COLUMNS, labels_of, paired_by_state, paired_difference
 from cricket_attn.scoring import DELIVERY_COLUMNS
 from cricket_attn.splits import SeasonSplit
 
@@ -145,8 +145,9 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     X_test = feats.transform(test)
     y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
+    state = keyed_state(test, feats.last_season)
 
-    rows = []
+    rows, by_state = [], {}
     for name, settings in cfg.baselines.models.items():
         settings = OmegaConf.to_container(settings, resolve=True) or {}
         start = time.perf_counter()
@@ -176,6 +177,8 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                     client.log_metric(run_id, f"paired/{k}_vs_transformer", paired[k])
                 client.set_tag(run_id, "paired_against", reference)
                 row.update({f"{k}_vs_transformer": paired[k] for k in ("diff", "ci_low", "ci_high")})
+                by_state[name] = paired_by_state(scored, ref_scored, state, seed=cfg.seed)
+                client.log_text(run_id, by_state_table({name: by_state[name]}), "paired_by_state.md")
             tracking.end_run(uri, run_id, "FINISHED")
         except BaseException:
             tracking.end_run(uri, run_id, "FAILED")
@@ -188,7 +191,35 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         tmp.write_text(table)
     print(table)
     print(f"written: {out}")
+    if by_state:
+        where = Path(cfg.paths.output_dir) / "paired_by_state.md"
+        with atomic_path(where) as tmp:
+            tmp.write_text(by_state_table(by_state))
+        print(f"where each baseline and the transformer part company, by match state: {where}")
     return pd.DataFrame(rows)
+
+
+def keyed_state(test: pd.DataFrame, last_season: int) -> pd.DataFrame:
+    """The match state of the test deliveries, keyed, for `paired_by_state`."""
+    state = match_state(test, last_season)
+    for key in (*KEY_COLUMNS, "phase"):
+        state[key] = test[key]  # same index; phase stays categorical, so its bins come in match order
+    state["innings_kind"] = np.where(state["is_chase"] > 0, "chase", "first innings")
+    return state
+
+
+def by_state_table(by_state: dict[str, pd.DataFrame]) -> str:
+    """Markdown: per bin of the match state, each baseline's log loss minus the transformer's on those
+    balls, with its 95% interval by match (positive: the transformer is better there)."""
+    names = list(by_state)
+    first = by_state[names[0]]
+    lines = ["| state | bin | deliveries | " + " | ".join(f"{n} - transformer [95% CI]" for n in names) + " |",
+             "|---|---|---:|" + "---|" * len(names)]
+    for i, row in first.iterrows():
+        cells = [f"{t.loc[i, 'diff']:+.4f} [{t.loc[i, 'ci_low']:+.4f}, {t.loc[i, 'ci_high']:+.4f}]"
+                 for t in by_state.values()]
+        lines.append(f"| {row['state']} | {row['bin']} | {int(row['deliveries']):,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def find_transformer_run(uri: str, experiment: str, against: str | None) -> str | None:

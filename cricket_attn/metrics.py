@@ -83,18 +83,22 @@ def fit_temperature(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0
     return float((lo + hi) / 2)
 
 
-def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,
-                      seed: int = 0) -> dict[str, float]:
-    """Mean log-loss difference (model - reference) on the deliveries both scored, with a 95%
-    bootstrap interval that resamples whole matches (balls of one match are not independent)."""
+def paired_losses(model: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """The deliveries both frames scored: their keys, outcome and per-ball log-loss difference
+    `diff` (model - reference)."""
     keys = list(KEY_COLUMNS)
     both = model[keys + ["outcome"] + list(PROB_COLUMNS)].merge(
         reference[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_ref"), validate="one_to_one")
     if len(both) == 0:
         raise ValueError("the two scored frames share no deliveries")
     ref = both[keys + ["outcome"]].assign(**{c: both[f"{c}_ref"] for c in PROB_COLUMNS})
-    diff = per_ball_log_loss(both) - per_ball_log_loss(ref)
-    match_codes, _ = pd.factorize(both["match_id"])
+    return both[keys + ["outcome"]].assign(diff=per_ball_log_loss(both) - per_ball_log_loss(ref))
+
+
+def match_bootstrap(diff: np.ndarray, match_id: pd.Series, n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
+    """Mean of per-ball `diff`, with a 95% bootstrap interval that resamples whole matches (balls of
+    one match are not independent)."""
+    match_codes, _ = pd.factorize(match_id)
     n_matches = match_codes.max() + 1
     sums = np.bincount(match_codes, weights=diff, minlength=n_matches)
     counts = np.bincount(match_codes, minlength=n_matches)
@@ -103,7 +107,44 @@ def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int 
     boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
     return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high),
-            "deliveries": float(len(both)), "matches": float(n_matches)}
+            "deliveries": float(len(diff)), "matches": float(n_matches)}
+
+
+def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,
+                      seed: int = 0) -> dict[str, float]:
+    """Mean log-loss difference (model - reference) on the deliveries both scored, with a 95%
+    bootstrap interval by match."""
+    paired = paired_losses(model, reference)
+    return match_bootstrap(paired["diff"].to_numpy(), paired["match_id"], n_boot, seed)
+
+
+# How `paired_by_state` cuts the balls: a title, the column of the match state, and (for numbers)
+# the bin edges, right-inclusive, with their labels.
+STATE_CUTS = (
+    ("phase", "phase", None, None),
+    ("innings", "innings_kind", None, None),
+    ("wickets down", "wickets_before", [-1, 1, 3, 5, 7, 10], ["0-1", "2-3", "4-5", "6-7", "8+"]),
+    ("legal balls left", "balls_left", [-1, 12, 30, 60, 90, np.inf], ["12 or fewer", "13-30", "31-60", "61-90", "91+"]),
+    ("balls the batter has faced", "batter_balls_before", [-1, 0, 5, 15, 30, np.inf], ["0", "1-5", "6-15", "16-30", "31+"]),
+    ("actual outcome", "outcome", None, None),
+)  # fmt: skip
+
+
+def paired_by_state(model: pd.DataFrame, reference: pd.DataFrame, state: pd.DataFrame, n_boot: int = 1000,
+                    seed: int = 0) -> pd.DataFrame:
+    """Where model and reference part company: the paired log-loss difference (model - reference) with
+    its bootstrap interval by match, within each bin of the match state (`STATE_CUTS`). `state` has the
+    key columns, `phase`, `innings_kind` and the match-state columns the cuts use."""
+    paired = paired_losses(model, reference).merge(state.drop(columns=["outcome"], errors="ignore"),
+                                                   on=list(KEY_COLUMNS), validate="one_to_one")
+    rows = []
+    for title, column, edges, names in STATE_CUTS:
+        values = paired[column]
+        groups = pd.cut(values, edges, labels=names) if edges is not None else values
+        for name, part in paired.groupby(groups, observed=True, sort=True):  # categories in their order
+            rows.append({"state": title, "bin": str(name),
+                         **match_bootstrap(part["diff"].to_numpy(), part["match_id"], n_boot, seed)})
+    return pd.DataFrame(rows)
 
 
 def reliability_table(frame: pd.DataFrame, n_bins: int = ECE_BINS) -> pd.DataFrame:

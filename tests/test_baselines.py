@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.baselines import FrequencyTable, TabularFeatures
+from cricket_attn.baselines import FrequencyTable, TabularFeatures, keyed_state
 from cricket_attn.features import STATE_COLUMNS
-from cricket_attn.metrics import PROB_COLUMNS, paired_difference, per_ball_log_loss
+from cricket_attn.metrics import PROB_COLUMNS, paired_by_state, paired_difference, per_ball_log_loss
 from cricket_attn.tracking import load_scored
 
 
@@ -31,6 +31,11 @@ def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, trac
         assert run.data.metrics["paired/diff_vs_transformer"] == pytest.approx(diff)
         assert run.data.metrics["paired/ci_low_vs_transformer"] <= diff <= run.data.metrics["paired/ci_high_vs_transformer"]
     assert "hist_gradient_boosting" in (baselines_run["folder"] / "comparison.md").read_text()
+    where = (baselines_run["folder"] / "paired_by_state.md").read_text()
+    assert "| wickets down | 8+ |" in where and "| actual outcome | wicket |" in where
+    assert "hist_gradient_boosting - transformer" in where
+    hgb = table.set_index("model").loc["hist_gradient_boosting", "run_id"]
+    assert "paired_by_state.md" in {a.path for a in client.list_artifacts(hgb)}
 
 
 def test_gradient_boosting_iterations_are_chosen_on_validation(baselines_run, tracked_run):
@@ -50,6 +55,30 @@ def test_paired_interval_resamples_whole_matches(deliveries):
     out = paired_difference(left, right, n_boot=500)
     assert out["matches"] == 20 and out["ci_low"] < out["diff"] < out["ci_high"]
     assert out["diff"] == pytest.approx(per_ball_log_loss(left).mean() - per_ball_log_loss(right).mean())
+
+
+def test_paired_difference_by_match_state_adds_up(deliveries):
+    d = deliveries[~deliveries["is_super_over"]].reset_index(drop=True)
+    frame = d[["match_id", "innings", "delivery_index", "outcome", "phase"]]
+    rng = np.random.default_rng(1)
+    left = frame.assign(**dict(zip(PROB_COLUMNS, rng.dirichlet(np.ones(10), len(frame)).T)))
+    right = frame.assign(**dict(zip(PROB_COLUMNS, rng.dirichlet(np.ones(10), len(frame)).T)))
+    state = keyed_state(d, int(d["season"].max()))
+    table = paired_by_state(left, right, state, n_boot=200)
+    overall = paired_difference(left, right)["diff"]
+    diff = per_ball_log_loss(left) - per_ball_log_loss(right)
+    for name, cut in table.groupby("state", sort=False):
+        # Every ball in exactly one bin, and the bins' means weighted by their balls give the overall mean.
+        assert cut["deliveries"].sum() == len(d), name
+        assert (cut["diff"] * cut["deliveries"]).sum() / len(d) == pytest.approx(overall)
+        assert ((cut["ci_low"] <= cut["diff"]) & (cut["diff"] <= cut["ci_high"])).all()
+    # Bins checked against the raw table: balls with 8 or more wickets down, and wicket balls.
+    down = d["wicket_count"].groupby([d["match_id"], d["innings"]]).cumsum() - d["wicket_count"]
+    row = table.set_index(["state", "bin"]).loc[("wickets down", "8+")]
+    assert row["deliveries"] == (down >= 8).sum() and row["diff"] == pytest.approx(diff[down >= 8].mean())
+    wicket = table.set_index(["state", "bin"]).loc[("actual outcome", "wicket")]
+    assert wicket["diff"] == pytest.approx(diff[(d["outcome"] == "wicket").to_numpy()].mean())
+    assert (paired_by_state(left, left, state, n_boot=50)["diff"] == 0).all()
 
 
 def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliveries):
