@@ -145,7 +145,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     X_test = feats.transform(test)
     y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
-    state = keyed_state(test, feats.last_season)
+    state = keyed_state(test, X_test)
 
     rows, by_state = [], {}
     for name, settings in cfg.baselines.models.items():
@@ -199,11 +199,11 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def keyed_state(test: pd.DataFrame, last_season: int) -> pd.DataFrame:
-    """The match state of the test deliveries, keyed, for `paired_by_state`."""
-    state = match_state(test, last_season)
+def keyed_state(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
+    """The match state of deliveries `d` (from their feature matrix `X`), keyed, for `paired_by_state`."""
+    state = pd.DataFrame(X, columns=TabularFeatures.names(), index=d.index)
     for key in (*KEY_COLUMNS, "phase"):
-        state[key] = test[key]  # same index; phase stays categorical, so its bins come in match order
+        state[key] = d[key]  # phase stays categorical, so its bins come in match order
     state["innings_kind"] = np.where(state["is_chase"] > 0, "chase", "first innings")
     return state
 

@@ -135,8 +135,7 @@ def paired_by_state(model: pd.DataFrame, reference: pd.DataFrame, state: pd.Data
     """Where model and reference part company: the paired log-loss difference (model - reference) with
     its bootstrap interval by match, within each bin of the match state (`STATE_CUTS`). `state` has the
     key columns, `phase`, `innings_kind` and the match-state columns the cuts use."""
-    paired = paired_losses(model, reference).merge(state.drop(columns=["outcome"], errors="ignore"),
-                                                   on=list(KEY_COLUMNS), validate="one_to_one")
+    paired = paired_losses(model, reference).merge(state, on=list(KEY_COLUMNS), validate="one_to_one")
     rows = []
     for title, column, edges, names in STATE_CUTS:
         values = paired[column]

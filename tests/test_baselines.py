@@ -63,7 +63,7 @@ def test_paired_difference_by_match_state_adds_up(deliveries):
     rng = np.random.default_rng(1)
     left = frame.assign(**dict(zip(PROB_COLUMNS, rng.dirichlet(np.ones(10), len(frame)).T)))
     right = frame.assign(**dict(zip(PROB_COLUMNS, rng.dirichlet(np.ones(10), len(frame)).T)))
-    state = keyed_state(d, int(d["season"].max()))
+    state = keyed_state(d, TabularFeatures.fit_transform(d, 200.0)[1])
     table = paired_by_state(left, right, state, n_boot=200)
     overall = paired_difference(left, right)["diff"]
     diff = per_ball_log_loss(left) - per_ball_log_loss(right)
