@@ -8,6 +8,7 @@ same weights and the same fitted encoder.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +86,12 @@ def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, exampl
 
     from cricket_attn.deliveries import plain_types
 
-    signature = infer_signature(plain_types(example), plain_types(example_scored))
+    with warnings.catch_warnings():
+        # MLflow hints that integer columns cannot hold missing values. A deliveries table's integer
+        # columns are never missing (the nullable ones are floats in plain_types), and declaring them
+        # double would refuse the integer columns users pass, so the hint does not apply.
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer column")
+        signature = infer_signature(plain_types(example), plain_types(example_scored))
     with mlflow.start_run(run_id=run_id):
         return mlflow.pyfunc.log_model(
             name="model", python_model=str(Path(__file__).with_name("mlflow_model.py")), artifacts={CHECKPOINT_ARTIFACT: str(checkpoint)},

@@ -231,11 +231,15 @@ def train(cfg: DictConfig) -> dict:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
+    """Returns the selection stage's best validation log loss: what a sweeper (Optuna) minimises.
+    Never the test's, so a search cannot choose its settings on the test seasons."""
     try:
-        return train(cfg)["test/log_loss"]
+        results = train(cfg)
     except (ConfigError, tracking.TrackingError, FileNotFoundError) as err:  # one line, not a traceback
         print(f"cricket-attn-train: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    best_val = results.get("selection/best_val_loss")
+    return float("nan") if best_val is None else float(best_val)
 
 
 if __name__ == "__main__":

@@ -127,17 +127,36 @@ def test_mlflow_server_serves_the_run(tracked_run):
         server.wait(timeout=30)
 
 
-def test_sweep_jobs_get_their_own_folders_and_tags(tmp_path):
+def run_sweep(folder: Path, *overrides: str) -> None:
+    """`cricket-attn-train -m` on the fixture matches (one short epoch each), tracked in `folder`."""
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
-    cfg = tiny_train_config(tmp_path)
-    overrides = [f"data.sources=[{cfg.data.sources[0]}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5",
-                 "debug=fast", f"paths.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}", "mlflow.log_model=false",
-                 f"hydra.sweep.dir={tmp_path / 'sweep'}", "model.d_model=8,16"]
-    out = subprocess.run([exe, "-m", *overrides], cwd=tmp_path, capture_output=True, text=True)
+    cfg = tiny_train_config(folder)
+    common = [f"data.sources=[{cfg.data.sources[0]}]", f"data.data_dir={folder / 'data'}", "data.min_count=5",
+              "debug=fast", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", "mlflow.log_model=false",
+              f"hydra.sweep.dir={folder / 'sweep'}"]
+    out = subprocess.run([exe, "-m", *common, *overrides], cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_sweep_jobs_get_their_own_folders_and_tags(tmp_path):
+    run_sweep(tmp_path, "model.d_model=8,16")
     assert (tmp_path / "sweep" / "0" / "mlflow_run.json").is_file() and (tmp_path / "sweep" / "1").is_dir()
     runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
     assert sorted(r.data.tags["sweep_job"] for r in runs) == ["0", "1"]
     assert sorted(r.data.params["model.d_model"] for r in runs) == ["16", "8"]
     assert {r.info.run_name for r in runs} == {"data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8",
                                               "data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16"}
+
+
+def test_optuna_search_minimises_the_validation_loss_not_the_test(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    import yaml
+
+    run_sweep(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2")
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert sorted(r.data.tags["sweep_job"] for r in runs) == ["0", "1"]
+    assert runs[0].data.params["optim.lr"] != runs[1].data.params["optim.lr"]  # each trial its own settings
+    best = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+    val = {r.data.metrics["selection/best_val_loss"] for r in runs}
+    assert best["best_value"] == pytest.approx(min(val), abs=1e-6)
+    assert best["best_value"] != pytest.approx(min(r.data.metrics["test/log_loss"] for r in runs), abs=1e-6)
