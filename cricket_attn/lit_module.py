@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.sequences import IGNORE
 
 
@@ -117,8 +117,16 @@ def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]
             {"params": [p for (_, p), k in zip(named, keep) if not k], "weight_decay": 0.0}]
 
 
+def _module_from(ckpt: dict) -> BallOutcomeModule:
+    module = BallOutcomeModule(**ckpt["hyper_parameters"])
+    module.on_load_checkpoint(ckpt)
+    module.load_state_dict(ckpt["state_dict"])
+    return module.eval()
+
+
 def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
-    """The trained module (in eval mode) and the raw checkpoint, with one clear error if it cannot be."""
+    """The trained module (in eval mode) and the raw checkpoint, with one clear error if it cannot be.
+    Of an ensemble checkpoint, the module is its first member (see `load_model`)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
@@ -130,21 +138,39 @@ def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
     if model_cfg is None or "state_dict" not in ckpt:
         raise CheckpointError(f"{path}: not a cricket_attn checkpoint (no model settings inside)")
     try:
-        module = BallOutcomeModule(**ckpt["hyper_parameters"])
-        module.on_load_checkpoint(ckpt)
-        module.load_state_dict(ckpt["state_dict"])
+        return _module_from(ckpt), ckpt
     except (ConfigError, TypeError) as err:
         raise CheckpointError(f"{path}: its settings do not fit this version's model: {err}") from None
     except CheckpointError as err:
         raise CheckpointError(f"{path}: {err}") from None
-    return module.eval(), ckpt
 
 
-def save_with_temperature(path: str | Path, temperature: float, out: str | Path) -> Path:
-    """A copy of checkpoint `path` whose model divides its logits by `temperature` outside training
-    (the calibration fitted on the validation season), written atomically to `out`."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
+def load_model(path: str | Path) -> tuple[CricketTransformer | Ensemble, dict]:
+    """The model to score with (in eval mode): the checkpoint's model, or the ensemble of its members."""
+    module, ckpt = load_checkpoint(path)
+    members = [module.model]
+    for i, member in enumerate(ckpt.get("ensemble_members", []), start=2):
+        try:
+            members.append(_module_from(member).model)
+        except (ConfigError, TypeError, KeyError, CheckpointError) as err:
+            raise CheckpointError(f"{path}: ensemble member {i} does not load: {err}") from None
+    return (members[0] if len(members) == 1 else Ensemble(members).eval()), ckpt
+
+
+def save_final(paths: list[str | Path], temperature: float | None, out: str | Path) -> Path:
+    """The final model as one checkpoint, written atomically to `out`: the first of `paths`, with the
+    others as ensemble members (their probabilities are averaged), each dividing its logits by
+    `temperature` (the calibration fitted on the validation season) outside training, if given."""
+    ckpts = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
+    if any(c.get("CricketDataModule") != ckpts[0].get("CricketDataModule") for c in ckpts[1:]):
+        raise CheckpointError(f"{paths}: ensemble members were fitted with different data encoders")
+    if temperature is not None:
+        for ckpt in ckpts:
+            ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
+    final = ckpts[0]
+    if len(ckpts) > 1:
+        final["ensemble_members"] = [{"hyper_parameters": c["hyper_parameters"], "state_dict": c["state_dict"]}
+                                     for c in ckpts[1:]]
     with atomic_path(out) as tmp:
-        torch.save(ckpt, tmp)
+        torch.save(final, tmp)
     return Path(out)

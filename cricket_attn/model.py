@@ -333,3 +333,20 @@ class CricketTransformer(nn.Module):
         if self.cfg.season_effect == "bias":
             logits = logits + self.season_bias(batch["season"][:, -1:] if last_only else batch["season"])
         return logits if self.training else logits / self.cfg.temperature
+
+
+class Ensemble(nn.Module):
+    """Models trained alike from different seeds, predicting the mean of their distributions. Returns
+    log-probabilities, so whatever takes a softmax of a model's output gets that mean. Incremental
+    inference takes one KV cache per member."""
+
+    def __init__(self, members: list[CricketTransformer]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.cfg = members[0].cfg
+
+    def forward(self, batch: dict[str, torch.Tensor], cache: list[KVCache] | None = None,
+                last_only: bool = False) -> torch.Tensor:
+        caches = cache if cache is not None else [None] * len(self.members)
+        log_probs = torch.stack([m(batch, c, last_only).log_softmax(-1) for m, c in zip(self.members, caches)])
+        return torch.logsumexp(log_probs, dim=0) - math.log(len(self.members))

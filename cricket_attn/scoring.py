@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.model import CricketTransformer
+from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
 
 # What a scored frame carries about each delivery, before the probabilities.
@@ -20,7 +20,7 @@ DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "
 
 
 @torch.no_grad()
-def sequence_probabilities(model: CricketTransformer, sequences: BallSequences,
+def sequence_probabilities(model: CricketTransformer | Ensemble, sequences: BallSequences,
                            batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """(rows, probabilities): the table row of every real position and its predicted distribution."""
     model.eval()
@@ -37,7 +37,7 @@ def sequence_probabilities(model: CricketTransformer, sequences: BallSequences,
     return np.concatenate(rows), np.concatenate(probs)
 
 
-def score_deliveries(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+def score_deliveries(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
                      batch_size: int = 256) -> pd.DataFrame:
     """One row per delivery of every regular innings (super overs are not modelled), in table order,
     with `PROB_COLUMNS` (each row sums to 1) and `expected_runs`."""

@@ -15,8 +15,8 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 
-from cricket_attn.lit_module import CheckpointError, load_checkpoint
-from cricket_attn.model import CricketTransformer
+from cricket_attn.lit_module import CheckpointError, load_model
+from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring import score_deliveries
 from cricket_attn.sequences import SequenceEncoder
 
@@ -26,7 +26,7 @@ MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
 
 @dataclass
 class TrainedModel:
-    model: CricketTransformer
+    model: CricketTransformer | Ensemble
     encoder: SequenceEncoder
     source: str
 
@@ -35,7 +35,7 @@ class TrainedModel:
 
 
 def from_checkpoint(path: str | Path) -> TrainedModel:
-    module, ckpt = load_checkpoint(path)
+    model, ckpt = load_model(path)
     state = ckpt.get("CricketDataModule", {})
     if "encoder" not in state:
         raise CheckpointError(f"{path}: the checkpoint has no fitted data encoder (was it saved by cricket-attn-train?)")
@@ -43,7 +43,7 @@ def from_checkpoint(path: str | Path) -> TrainedModel:
         encoder = SequenceEncoder.from_dict(state["encoder"])
     except ValueError as err:
         raise CheckpointError(f"{path}: {err}") from None
-    return TrainedModel(module.model, encoder, str(path))
+    return TrainedModel(model, encoder, str(path))
 
 
 def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:

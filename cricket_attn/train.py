@@ -12,6 +12,7 @@ MLflow run.
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +26,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, save_with_temperature
-from cricket_attn.model import ConfigError
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, save_final
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries
+
+log = logging.getLogger(__name__)
 
 
 def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
@@ -143,33 +146,40 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
     results.update({f"calibration/{k}": v for k, v in run.state.get("calibration", {}).items()})
     if cfg.refit and best_epoch:
-        # Second stage: the same recipe on training + validation seasons, for the chosen epoch count.
+        # Second stage: the same recipe on training + validation seasons, for the chosen epoch count;
+        # with ensemble=N, N such models from seeds seed, seed+1, ... whose probabilities are averaged.
         run.state["selection_final"] = True  # a resume from here on continues the refit
+        members = run.state.setdefault("refit_members", [])  # final checkpoints of the members done
         run.save()
-        pl.seed_everything(cfg.seed, workers=True)
-        dm = hydra.utils.instantiate(cfg.data, refit=True)
-        refit_dir = Path(ckpt.dirpath) / "refit"
-        refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
-                                             filename="refit-{epoch:02d}")
         # Fresh callbacks, as configured, except early stopping: the epoch count is now fixed.
-        refit_callbacks = {name: hydra.utils.instantiate(c) for name, c in cfg.callbacks.items()
+        refit_callbacks = {name: c for name, c in cfg.callbacks.items()
                            if c and name not in ("early_stopping", "model_checkpoint")}
-        module = fit_stage(cfg, dm, {**refit_callbacks, "model_checkpoint": refit_ckpt}, run.logger("refit"),
-                            max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
-        results["checkpoint"] = refit_ckpt.last_model_path or refit_ckpt.best_model_path
+        for k in range(len(members), cfg.ensemble):
+            pl.seed_everything(cfg.seed + k, workers=True)
+            dm = hydra.utils.instantiate(cfg.data, refit=True, seed=cfg.seed + k)
+            name = "refit" if k == 0 else f"refit{k + 1}"
+            refit_dir = Path(ckpt.dirpath) / name
+            refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
+                                                 filename=name + "-{epoch:02d}")
+            callbacks_k = {n: hydra.utils.instantiate(c) for n, c in refit_callbacks.items()}
+            module = fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name),
+                               max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
+            members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
+            run.save()
+        final = members
     else:
-        if best_path and "calibration" not in run.state:  # the test scores the best epoch's weights, not the
-            module = load_checkpoint(best_path)[0]  # last epoch's (calibration below loads them, with T)
         dm.prepare_data()
         dm.setup("test")  # a no-op after fitting
-        results["checkpoint"] = best_path
-    if "calibration" in run.state and results["checkpoint"]:
-        # The final model carries the temperature fitted on validation; the report tests that model.
-        final = Path(results["checkpoint"])
-        results["checkpoint"] = str(save_with_temperature(final, run.state["calibration"]["temperature"],
-                                                          final.parent / "calibrated.ckpt"))
-        module = load_checkpoint(results["checkpoint"])[0]
-    report(cfg, run, dm, module, results)
+        final = [best_path] if best_path else []
+    temperature = run.state.get("calibration", {}).get("temperature")
+    if len(final) > 1 or (final and temperature is not None):
+        # One checkpoint: the final model(s), carrying the temperature fitted on validation.
+        out = Path(final[0]).parent / ("calibrated.ckpt" if temperature is not None else "ensemble.ckpt")
+        final = [str(save_final(final, temperature, out))]
+    results["checkpoint"] = final[0] if final else None
+    # The test scores the final weights (with refit=false the best epoch's, not the last epoch's).
+    model = load_model(results["checkpoint"])[0] if final else module.model
+    report(cfg, run, dm, model, results)
     for key, value in results.items():
         print(f"{key}: {value}")
     return results
@@ -188,11 +198,12 @@ def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
             "val_log_loss_after": score(after)["log_loss"]}
 
 
-def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcomeModule, results: dict) -> None:
+def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTransformer | Ensemble,
+           results: dict) -> None:
     """The test: score every test delivery with the final model (cricket_attn.metrics, as
     `cricket-attn-evaluate` does); log the report, the checkpoint and the model."""
     test = dm.split.split(dm.tables.deliveries)["test"]
-    scored = score_deliveries(module.model, dm.encoder, test, dm.eval_batch_size)
+    scored = score_deliveries(model, dm.encoder, test, dm.eval_batch_size)
     if not run.tracked:
         results.update({f"test/{k}": v for k, v in score(scored).items()})
         return
@@ -208,12 +219,16 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, module: BallOutcome
 
             first = test["match_id"].iloc[0] if len(test) else None
             example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
-            example_scored = score_deliveries(module.model, dm.encoder, example, dm.eval_batch_size)
+            example_scored = score_deliveries(model, dm.encoder, example, dm.eval_batch_size)
             log_model(run.run_id, results["checkpoint"], example, example_scored, cfg.mlflow.registered_model_name)
 
 
 def train(cfg: DictConfig) -> dict:
     """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+    if cfg.ensemble < 1:
+        raise ConfigError(f"ensemble={cfg.ensemble}: the number of refitted models must be at least 1")
+    if cfg.ensemble > 1 and not cfg.refit:
+        log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     run = open_run(cfg)
     if run.tracked:
         tracking.log_config(run.uri, run.run_id, cfg)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cricket_attn.model import (
-    POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, KVCache, ModelConfig,
+    POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, Ensemble, KVCache, ModelConfig,
     PiecewiseLinearEmbedding, sinusoidal_table,
 )  # fmt: skip
 
@@ -183,3 +183,23 @@ def test_season_term_moves_only_its_own_seasons_balls(season_effect):
         first = in_slot.float().argmax(1)
         for b in range(3):
             assert not changed[b, : first[b]].any() and changed[b, first[b]]
+
+
+def test_ensemble_predicts_the_mean_distribution_and_caches_per_member():
+    cfg = ModelConfig(**TINY)
+    members = []
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        members.append(CricketTransformer(cfg).eval())
+    ensemble = Ensemble(members).eval()
+    batch = random_batch(cfg)
+    with torch.no_grad():
+        full = ensemble(batch).softmax(-1)
+        mean = torch.stack([m(batch).softmax(-1) for m in members]).mean(0)
+        caches = [KVCache(cfg.n_layers) for _ in members]
+        steps = [ensemble({k: t[:, i:i + 1] for k, t in batch.items()}, cache=caches) for i in range(20)]
+        last = ensemble(batch, last_only=True).softmax(-1)
+    assert (full - mean).abs().max().item() <= 1e-6
+    assert not torch.allclose(mean, members[0](batch).softmax(-1), atol=1e-3)  # the members differ
+    assert (torch.cat(steps, dim=1).softmax(-1) - full).abs().max().item() <= 1e-5
+    assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)

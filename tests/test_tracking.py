@@ -76,6 +76,32 @@ def test_resume_continues_the_same_mlflow_run(tmp_path):
     assert len(client.search_runs(["1"])) == 1
 
 
+def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypatch):
+    import cricket_attn.train as train_module
+    from cricket_attn.lit_module import load_model
+
+    real, calls = train_module.fit_stage, []
+
+    def power_cut_in_the_second_member(*args, **kwargs):
+        calls.append(kwargs.get("max_epochs"))
+        if len(calls) == 3:  # selection, first member, second member
+            raise RuntimeError("power cut")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "fit_stage", power_cut_in_the_second_member)
+    with pytest.raises(RuntimeError, match="power cut"):
+        train(tiny_train_config(tmp_path, "ensemble=2"))
+    first_member = tmp_path / "run" / "checkpoints" / "refit" / "last.ckpt"
+    written = first_member.stat().st_mtime_ns
+    calls.clear()
+    again = train(tiny_train_config(tmp_path, "ensemble=2", f"resume={tmp_path / 'run'}"))
+    assert len(calls) == 1 and calls[0] == again["selection/epochs"]  # the second member's refit only
+    assert first_member.stat().st_mtime_ns == written
+    assert len(load_model(again["checkpoint"])[0].members) == 2
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert [r.info.status for r in runs] == ["FINISHED"]
+
+
 def test_a_crash_marks_the_run_failed(tmp_path, monkeypatch):
     import cricket_attn.train as train_module
 

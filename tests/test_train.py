@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from cricket_attn.model import ConfigError
 from cricket_attn.train import train
@@ -17,16 +18,20 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     assert 1.0 < results["test/log_loss"] < 3.0 and 0.0 <= results["test/ece"] <= 1.0
     assert results["selection/epochs"] in (1, 2)
     assert "refit" in results["checkpoint"] and (tracked_run["folder"] / "run" / "checkpoints").is_dir()
-    # The LightningModule's own test step (cross-entropy) and the report's scikit-learn log loss agree.
+    # The LightningModule's own test step (cross-entropy) and the report's scikit-learn log loss agree,
+    # on one model (the final checkpoint's first member: the LightningModule holds one model).
     import hydra
     import pytorch_lightning as pl
 
     from cricket_attn.lit_module import load_checkpoint
+    from cricket_attn.metrics import score
+    from cricket_attn.scoring import score_deliveries
 
     module, _ = load_checkpoint(results["checkpoint"])
     dm = hydra.utils.instantiate(tracked_run["cfg"].data, refit=True)
     tested = pl.Trainer(logger=False, enable_progress_bar=False).test(module, dm, verbose=False)[0]
-    assert abs(tested["test/loss"] - results["test/log_loss"]) < 1e-5
+    test = dm.split.split(dm.tables.deliveries)["test"]
+    assert abs(tested["test/loss"] - score(score_deliveries(module.model, dm.encoder, test))["log_loss"]) < 1e-5
 
 
 def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
@@ -49,6 +54,45 @@ def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_pat
         train(tiny_train_config(tmp_path, "model.max_len=50"))
     with pytest.raises(ConfigError, match="model.d_model=8 is not divisible by model.n_heads=3"):
         train(tiny_train_config(tmp_path, "model.n_heads=3"))
+
+
+def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
+    import hydra
+    import numpy as np
+
+    from cricket_attn.lit_module import load_checkpoint, load_model
+    from cricket_attn.metrics import PROB_COLUMNS, score
+    from cricket_attn.model import Ensemble
+    from cricket_attn.scoring import score_deliveries
+    from cricket_attn.serving import from_checkpoint
+
+    cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger")
+    results = train(cfg)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert Path(results["checkpoint"]) == checkpoints / "refit" / "calibrated.ckpt"
+    model, _ = load_model(results["checkpoint"])
+    assert isinstance(model, Ensemble) and len(model.members) == 2
+    assert all(m.cfg.temperature == pytest.approx(results["calibration/temperature"]) for m in model.members)
+    # Each member is its own refit, from its own seed, for the epoch count chosen on validation.
+    refits = [load_checkpoint(checkpoints / name / "last.ckpt") for name in ("refit", "refit2")]
+    assert [ckpt["epoch"] + 1 for _, ckpt in refits] == [results["selection/epochs"]] * 2
+    a, b = (dict(m.model.named_parameters())["head.weight"] for m, _ in refits)
+    assert not torch.equal(a, b)
+    # The test report scores the mean of the members' distributions.
+    trained = from_checkpoint(results["checkpoint"])
+    test = hydra.utils.instantiate(cfg.data, refit=True)
+    test.prepare_data()
+    test.setup("test")
+    deliveries = test.split.split(test.tables.deliveries)["test"]
+    each = [score_deliveries(m, trained.encoder, deliveries)[list(PROB_COLUMNS)].to_numpy() for m in model.members]
+    scored = trained.score(deliveries)
+    assert np.abs(scored[list(PROB_COLUMNS)].to_numpy() - np.mean(each, axis=0)).max() < 1e-6
+    assert score(scored)["log_loss"] == pytest.approx(results["test/log_loss"], abs=1e-9)
+
+
+def test_an_empty_ensemble_fails_at_start_up_naming_the_setting(tmp_path):
+    with pytest.raises(ConfigError, match="ensemble=0: the number of refitted models must be at least 1"):
+        train(tiny_train_config(tmp_path, "ensemble=0"))
 
 
 def test_console_script_finds_conf_from_any_folder(tmp_path):
