@@ -190,13 +190,23 @@ class PiecewiseLinearEmbedding(nn.Module):
         lower, width = edges[:, :-1], edges[:, 1:] - edges[:, :-1]
         # A bin of no width at value v is the step x >= v, with room for rounding below v.
         step = width < 1e-4
-        self.register_buffer("lower", torch.where(step, lower - 1e-4, lower).contiguous(), persistent=False)
-        self.register_buffer("width", torch.where(step, 1e-4, width).contiguous(), persistent=False)
+        lower, width = torch.where(step, lower - 1e-4, lower), torch.where(step, 1e-4, width)
+        # ramp = x * scale + shift = (x - lower) / width
+        self.register_buffer("scale", (1 / width).contiguous(), persistent=False)
+        self.register_buffer("shift", (-lower / width).contiguous(), persistent=False)
         self.mlp = numeric_mlp(cfg.n_numeric * (cfg.numeric_bins + 1), cfg)
 
+    def ramps(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, F, bins): each feature's ramps, clip((x - lower) / width, 0, 1)."""
+        return torch.addcmul(self.shift, x[..., None], self.scale).clamp_(0, 1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        ramps = ((x[..., None] - self.lower) / self.width).clamp(0, 1)  # (B, T, F, bins)
-        return self.mlp(torch.cat([x[..., None], ramps], dim=-1).flatten(-2))  # (B, T, C)
+        # The MLP's first layer reads each feature's [value, ramps...]; it is applied to the values and
+        # to the ramps separately, which spares copying both into one (B, T, F * (bins + 1)) tensor.
+        first = self.mlp[0]
+        w = first.weight.view(first.out_features, x.size(-1), -1)  # (hidden, F, bins + 1)
+        h = F.linear(x, w[:, :, 0], first.bias) + F.linear(self.ramps(x).flatten(-2), w[:, :, 1:].flatten(1))
+        return self.mlp[1:](h)  # (B, T, C)
 
 
 class KVCache:

@@ -130,16 +130,18 @@ def test_temperature_divides_the_logits_outside_training_only():
 
 
 def test_piecewise_linear_ramps_between_quantiles():
+    torch.manual_seed(0)
     cfg = ModelConfig(**TINY, numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES)
     emb = PiecewiseLinearEmbedding(cfg)
     # Two bins from the quantiles at 0, 1/2 and 1: [-2, 0] and [0, 2] for features 0-3, [0, 0] and [0, 1]
     # for the discrete feature 4, whose first bin has no width and so is a step at 0.
-    captured = {}
-    emb.mlp[0].register_forward_hook(lambda m, args, out: captured.update(x=args[0]))
-    emb(torch.tensor([[[-3.0, -1.0, 0.5, 2.5, 0.0]]]))
-    parts = captured["x"].view(5, 3)  # per feature: value, first ramp, second ramp
-    expected = [[-3.0, 0.0, 0.0], [-1.0, 0.5, 0.0], [0.5, 1.0, 0.25], [2.5, 1.0, 1.0], [0.0, 1.0, 0.0]]
-    assert torch.allclose(parts, torch.tensor(expected))
+    x = torch.tensor([[[-3.0, -1.0, 0.5, 2.5, 0.0]]])
+    expected = [[0.0, 0.0], [0.5, 0.0], [1.0, 0.25], [1.0, 1.0], [1.0, 0.0]]
+    assert torch.allclose(emb.ramps(x)[0, 0], torch.tensor(expected))
+    # The MLP reads each feature's value and ramps, in that order.
+    x = torch.randn(3, 7, 5)
+    inputs = torch.cat([x[..., None], emb.ramps(x)], dim=-1).flatten(-2)  # (B, T, 5 * 3)
+    assert torch.allclose(emb(x), emb.mlp(inputs), atol=1e-6)
 
 
 @pytest.mark.parametrize("numeric", [dict(numeric_embedding="periodic", numeric_frequencies=3, numeric_dim=4),
