@@ -2,7 +2,8 @@
 
 Protocol: fit on the training seasons with early stopping on the validation season (that chooses the
 number of epochs); with `refit=true`, train a fresh model on training + validation seasons for that
-many epochs; then score the test seasons, which nothing before has touched.
+many epochs (with `ensemble=N`, N of them from successive seeds, their probabilities averaged); then
+score the test seasons, which nothing before has touched.
 
 Each run is one MLflow run: the resolved config (artifact and params), per-epoch losses (the refit
 stage's prefixed `refit-`), the test report (metrics, plots, scored deliveries), the checkpoint path

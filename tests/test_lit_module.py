@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, CheckpointError, load_checkpoint, parameter_groups
+from cricket_attn.lit_module import BallOutcomeModule, CheckpointError, load_checkpoint, load_model, parameter_groups
 from tests.conftest import FIXTURES
 
 TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
@@ -86,6 +86,14 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
         load_checkpoint(tmp_path / "junk.ckpt")
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         load_checkpoint(tmp_path / "missing.ckpt")
+    # An ensemble checkpoint whose second member was made with other settings names that member.
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    state = {k: v for k, v in ckpt["state_dict"].items() if not k.endswith("head.weight")}
+    ckpt["ensemble_members"] = [{"hyper_parameters": ckpt["hyper_parameters"], "state_dict": state}]
+    torch.save(ckpt, tmp_path / "ensemble.ckpt")
+    assert isinstance(load_checkpoint(tmp_path / "ensemble.ckpt")[0], BallOutcomeModule)  # the first member alone
+    with pytest.raises(CheckpointError, match=r"ensemble.ckpt: ensemble member 2 does not load: .*head.weight is missing"):
+        load_model(tmp_path / "ensemble.ckpt")
 
 
 def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path):
