@@ -12,7 +12,9 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, CheckpointError, load_checkpoint, load_model, parameter_groups
+from cricket_attn.lit_module import (
+    BallOutcomeModule, CheckpointError, load_checkpoint, load_model, parameter_groups, save_final,
+)
 from tests.conftest import FIXTURES
 
 TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
@@ -94,6 +96,12 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
     assert isinstance(load_checkpoint(tmp_path / "ensemble.ckpt")[0], BallOutcomeModule)  # the first member alone
     with pytest.raises(CheckpointError, match=r"ensemble.ckpt: ensemble member 2 does not load: .*head.weight is missing"):
         load_model(tmp_path / "ensemble.ckpt")
+    # Members fitted with different data encoders cannot make one model; nothing is written.
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    torch.save(dict(ckpt, CricketDataModule={"encoder": {}}), tmp_path / "other_encoder.ckpt")
+    with pytest.raises(CheckpointError, match="ensemble members were fitted with different data encoders"):
+        save_final([path, tmp_path / "other_encoder.ckpt"], None, tmp_path / "final.ckpt")
+    assert not (tmp_path / "final.ckpt").exists()
 
 
 def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path):
