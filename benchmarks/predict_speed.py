@@ -1,7 +1,7 @@
 """Times `cricket-attn-predict` on the whole test split (IPL 2025-2026: 144 matches) and the scoring
 loop alone. Prints a table last.
 
-    python benchmarks/predict_speed.py --model outputs/.../checkpoints/refit/last.ckpt
+    python benchmarks/predict_speed.py --model outputs/.../checkpoints/refit/calibrated.ckpt
     python benchmarks/predict_speed.py            # the latest transformer run in mlflow.db
 
 The end-to-end figure is the command line's wall time: Python start-up, imports, model load, parsing

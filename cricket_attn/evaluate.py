@@ -1,7 +1,7 @@
 """`cricket-attn-evaluate`: score a trained model on a split and report (and log) the test metrics.
 
     cricket-attn-evaluate --model runs:/<run_id>/model --split test
-    cricket-attn-evaluate --model outputs/.../checkpoints/refit/last.ckpt --split validation --no-log
+    cricket-attn-evaluate --model outputs/.../checkpoints/refit/calibrated.ckpt --split validation --no-log
 
 The metrics are the training report's (cricket_attn.metrics); the probabilities are the ones
 `cricket-attn-predict` writes for the same balls (cricket_attn.scoring).
