@@ -33,7 +33,6 @@ from cricket_attn.scoring import DELIVERY_COLUMNS
 from cricket_attn.splits import SeasonSplit
 
 
-
 @dataclass
 class TabularFeatures:
     """Handcrafted pre-ball features: the match state, the over, and players' and venues' shrunk

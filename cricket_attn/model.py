@@ -353,7 +353,6 @@ class Ensemble(nn.Module):
     def __init__(self, members: list[CricketTransformer]):
         super().__init__()
         self.members = nn.ModuleList(members)
-        self.cfg = members[0].cfg
 
     def forward(self, batch: dict[str, torch.Tensor], cache: list[KVCache] | None = None,
                 last_only: bool = False) -> torch.Tensor:

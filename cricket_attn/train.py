@@ -163,8 +163,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
                                                  filename=name + "-{epoch:02d}")
             callbacks_k = {n: hydra.utils.instantiate(c) for n, c in refit_callbacks.items()}
-            module = fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name),
-                               max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
+            fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name),
+                      max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
         final = members
