@@ -11,6 +11,7 @@ from cricket_attn.config import project_path
 from cricket_attn.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
 from cricket_attn.splits import SeasonSplit
+from cricket_attn.teacher import teacher_probabilities
 
 
 class CricketDataModule(pl.LightningDataModule):
@@ -22,12 +23,17 @@ class CricketDataModule(pl.LightningDataModule):
 
     With `refit=True` the encoder and the training set take the validation seasons too: the second
     stage of "choose epochs on 2024, then refit through 2024". Test seasons are never fitted on.
+
+    `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
+    teacher's out-of-fold probabilities for it (cricket_attn.teacher): the training batches then carry
+    `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
     """
 
     def __init__(self, sources: Sequence[str] | None = None, data_dir: str = "data", phases: Mapping | None = None,
                  split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
                  rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
-                 num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None):
+                 num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None,
+                 teacher: Mapping | None = None):
         super().__init__()
         self.sources = list(sources) if sources else None
         self.data_dir = project_path(data_dir)
@@ -37,6 +43,9 @@ class CricketDataModule(pl.LightningDataModule):
         self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
         self.refit, self.seed = refit, seed
         self.season_half_life = season_half_life
+        self.teacher = dict(teacher) if teacher else None
+        if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
+            raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
         self.tables: Ingested | None = None
         self.datasets: dict[str, BallSequences] = {}
@@ -71,6 +80,21 @@ class CricketDataModule(pl.LightningDataModule):
             # Mean 1 over the training balls, so the loss of a batch (sum of weighted losses over its real
             # balls, divided by their number) is larger for batches of recent innings than of old ones.
             train["weight"] = weight / weight[train["mask"]].mean()
+        if self.teacher and float(self.teacher["weight"]) > 0:
+            self._add_soft_targets(fit_on)
+
+    def _add_soft_targets(self, fit_on) -> None:
+        """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities."""
+        regular = fit_on[~fit_on["is_super_over"].astype(bool)]  # the sequences leave super overs out
+        probs = teacher_probabilities(regular, dict(self.teacher["model"]), int(self.teacher["folds"]), seed=0,
+                                      rate_strength=self.rate_strength, cache_dir=self.data_dir / "cache")
+        by_row = torch.zeros(len(fit_on), probs.shape[1])
+        by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(probs)
+        train = self.datasets["train"].tensors
+        w = float(self.teacher["weight"])
+        onehot = torch.nn.functional.one_hot(train["outcome"].clamp(min=0), probs.shape[1]).float()
+        soft = (1 - w) * onehot + w * by_row[train["row"].clamp(min=0)]
+        train["soft_target"] = soft * train["mask"].unsqueeze(-1)  # padding positions: all zero
 
     def max_len(self) -> int:
         return max(ds.max_len for ds in self.datasets.values())

@@ -40,13 +40,17 @@ class BallOutcomeModule(pl.LightningModule):
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
         logits = self.model(batch)  # (B, T, n_classes)
         target = batch["outcome"]
-        n = int((target != IGNORE).sum())
-        if self.training and "weight" in batch:  # recency-weighted training (data.season_half_life)
-            ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE, reduction="none")
-            w = batch["weight"].flatten()
-            return (ce * w).sum() / max(n, 1), logits, n
-        loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
-        return loss, logits, n
+        real = target != IGNORE
+        n = int(real.sum())
+        if not self.training:  # validation and test: the outcomes alone
+            return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE), logits, n
+        if "soft_target" in batch:  # outcomes mixed with a teacher's probabilities (data.teacher)
+            per_ball = -(batch["soft_target"] * logits.log_softmax(-1)).sum(-1)
+        else:
+            per_ball = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=IGNORE, reduction="none")
+        # Recency weights (data.season_half_life) are 0 on padding, like `real`.
+        weight = batch["weight"] if "weight" in batch else real.to(logits.dtype)
+        return (per_ball * weight).sum() / max(n, 1), logits, n
 
     def training_step(self, batch, batch_idx):
         loss, _, n = self._loss(batch)

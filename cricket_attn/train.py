@@ -247,14 +247,15 @@ def train(cfg: DictConfig) -> dict:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
-    """Returns the selection stage's best validation log loss: what a sweeper (Optuna) minimises.
-    Never the test's, so a search cannot choose its settings on the test seasons."""
+    """Returns the selection stage's validation log loss, after the temperature the final model gets
+    (`calibrate=true`), else its best: what a sweeper (Optuna) minimises. Never the test's, so a
+    search cannot choose its settings on the test seasons."""
     try:
         results = train(cfg)
     except (ConfigError, tracking.TrackingError, FileNotFoundError) as err:  # one line, not a traceback
         print(f"cricket-attn-train: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    best_val = results.get("selection/best_val_loss")
+    best_val = results.get("calibration/val_log_loss_after", results.get("selection/best_val_loss"))
     return float("nan") if best_val is None else float(best_val)
 
 

@@ -130,3 +130,18 @@ def test_weight_decay_reaches_matrices_and_embedding_tables_only():
     assert "model.season_bias.weight" in decayed_names and "model.head.weight" in decayed_names
     assert "model.head.bias" in plain_names and "model.ln_f.weight" in plain_names
     assert len(decayed_names) + len(plain_names) == len(list(module.parameters()))
+
+
+def test_soft_targets_give_the_mixed_cross_entropy(data_config, tmp_path):
+    dm = datamodule(data_config, tmp_path)
+    module = BallOutcomeModule(dict(dm.encoder.model_dims(), **{**TINY, "dropout": 0.0, "entity_dropout": 0.0})).train()
+    batch = dm.datasets["train"].collate(list(range(4)))
+    real = batch["mask"]
+    teacher = torch.softmax(torch.randn(*real.shape, 10, generator=torch.Generator().manual_seed(0)), -1)
+    onehot = torch.nn.functional.one_hot(batch["outcome"].clamp(min=0), 10).float()
+    soft = (0.7 * onehot + 0.3 * teacher) * real.unsqueeze(-1)
+    loss = module._loss(dict(batch, soft_target=soft))[0]
+    logp = module.model(batch).log_softmax(-1)[real]
+    hard = -logp.gather(1, batch["outcome"][real].unsqueeze(1)).mean()
+    assert torch.isclose(loss, 0.7 * hard - 0.3 * (teacher[real] * logp).sum(-1).mean(), atol=1e-5)
+    assert torch.isclose(module.eval()._loss(dict(batch, soft_target=soft))[0], hard, atol=1e-5)  # eval: outcomes only

@@ -1,0 +1,76 @@
+"""Soft training targets from a gradient-boosted teacher (knowledge distillation).
+
+The tabular baseline (HistGradientBoosting on the handcrafted features of cricket_attn.baselines)
+ranks the rare outcomes (wickets, wides, twos, byes) differently from the transformer, and a mean of
+the two beats both. Rather than ship two models, the transformer learns from the teacher: its
+training target for ball t is (1 - weight) * the outcome of ball t + weight * the teacher's
+probabilities for ball t. Only the transformer is used to predict.
+
+The teacher's probabilities for a ball come from a model fitted on the other folds' matches of the
+same fitting seasons (folds by match), so no target contains its own outcome, and nothing outside
+the fitting seasons is used: the validation and test seasons are never seen. The teacher's iteration
+count is chosen by its own early stopping on a random share of its fitting rows. Fitting the folds
+takes minutes, so the probabilities are cached under data/cache, keyed by the deliveries and settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cricket_attn.atomic import atomic_path
+from cricket_attn.features import N_CLASSES
+from cricket_attn.metrics import labels_of
+
+log = logging.getLogger(__name__)
+
+
+def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0,
+                              rate_strength: float = 200.0) -> np.ndarray:
+    """(len(d), N_CLASSES): for each delivery, the teacher's probabilities from the folds without its match."""
+    from cricket_attn.baselines import TabularFeatures  # the baselines' features, fitted per fold
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    if folds < 2:
+        raise ValueError(f"data.teacher.folds={folds}: out-of-fold targets need at least 2 folds")
+    matches = d["match_id"].astype(str).unique()
+    if len(matches) < folds:
+        raise ValueError(f"data.teacher.folds={folds}: only {len(matches)} matches to fold")
+    fold_of = dict(zip(matches, np.random.default_rng(seed).permutation(len(matches)) % folds))
+    fold = d["match_id"].astype(str).map(fold_of).to_numpy()
+    probs = np.zeros((len(d), N_CLASSES), dtype=np.float32)
+    for k in range(folds):
+        fit, held = d[fold != k], d[fold == k]
+        features, X = TabularFeatures.fit_transform(fit, rate_strength)
+        model = HistGradientBoostingClassifier(**settings, random_state=seed).fit(X, labels_of(fit))
+        p = np.zeros((len(held), N_CLASSES))
+        p[:, model.classes_] = model.predict_proba(features.transform(held))  # a class absent from a fold gets 0
+        probs[fold == k] = p
+        log.info("teacher fold %d/%d: %d iterations", k + 1, folds, model.n_iter_)
+    return probs
+
+
+def teacher_probabilities(d: pd.DataFrame, settings: Mapping, folds: int, seed: int, rate_strength: float,
+                          cache_dir: str | Path) -> np.ndarray:
+    """`out_of_fold_probabilities`, cached: the same deliveries with the same settings are fitted once
+    (the refit stage's ensemble members share theirs)."""
+    key = hashlib.sha256()
+    key.update(pd.util.hash_pandas_object(d[["match_id", "innings", "delivery_index", "outcome"]], index=False)
+               .to_numpy().tobytes())
+    key.update(json.dumps({"settings": dict(settings), "folds": folds, "seed": seed,
+                           "rate_strength": rate_strength}, sort_keys=True).encode())
+    path = Path(cache_dir) / f"teacher-{key.hexdigest()[:16]}.npy"
+    if path.exists():
+        return np.load(path)
+    probs = out_of_fold_probabilities(d, settings, folds, seed, rate_strength)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.save(f, probs)
+    return probs
