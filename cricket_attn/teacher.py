@@ -48,7 +48,7 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
     for k in range(folds):
         fit, held = d[fold != k], d[fold == k]
         features, X = TabularFeatures.fit_transform(fit, rate_strength)
-        model = HistGradientBoostingClassifier(**settings, random_state=seed).fit(X, labels_of(fit))
+        model = HistGradientBoostingClassifier(**{"random_state": seed, **settings}).fit(X, labels_of(fit))
         p = np.zeros((len(held), N_CLASSES))
         p[:, model.classes_] = model.predict_proba(features.transform(held))  # a class absent from a fold gets 0
         probs[fold == k] = p
