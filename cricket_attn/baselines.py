@@ -155,7 +155,8 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             model, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
         if cfg.refit or model is None:
             model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
-        probs = model.predict_proba(_inputs(name, test, X_test))
+        probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
+        probs /= probs.sum(axis=1, keepdims=True)  # logistic regression on float32 features sums to 1 only to 1e-7
         seconds = time.perf_counter() - start
         scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
         for j, col in enumerate(PROB_COLUMNS):
