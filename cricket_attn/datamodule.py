@@ -86,6 +86,7 @@ class CricketDataModule(pl.LightningDataModule):
     def _add_soft_targets(self, fit_on) -> None:
         """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities."""
         regular = fit_on[~fit_on["is_super_over"].astype(bool)]  # the sequences leave super overs out
+        # Folds seeded 0 whatever the run's seed: every ensemble member trains on the same (cached) teacher.
         probs = teacher_probabilities(regular, dict(self.teacher["model"]), int(self.teacher["folds"]), seed=0,
                                       rate_strength=self.rate_strength, cache_dir=self.data_dir / "cache")
         by_row = torch.zeros(len(fit_on), probs.shape[1])

@@ -117,6 +117,14 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     return out[list(STATE_COLUMNS)].astype(np.float32)
 
 
+def match_folds(d: pd.DataFrame, n_folds: int, seed: int = 0) -> np.ndarray:
+    """A fold number in 0..n_folds-1 per row, the same for every ball of a match: held-out folds are
+    whole matches, so no row is fitted on balls of its own match."""
+    matches = d["match_id"].astype(str).unique()
+    fold_of = dict(zip(matches, np.random.default_rng(seed).permutation(len(matches)) % n_folds))
+    return d["match_id"].astype(str).map(fold_of).to_numpy()
+
+
 @dataclass
 class OutcomeRates:
     """Each player's (or venue's) outcome distribution, shrunk towards the overall one.
@@ -148,9 +156,7 @@ class OutcomeRates:
 
     def out_of_fold(self, d: pd.DataFrame, n_folds: int = 5, seed: int = 0) -> np.ndarray:
         """Rates for the rows of `d` from the other folds' matches of `d`, so no row sees its own outcome."""
-        matches = d["match_id"].astype(str).unique()
-        fold_of = dict(zip(matches, np.random.default_rng(seed).permutation(len(matches)) % n_folds))
-        fold = d["match_id"].astype(str).map(fold_of).to_numpy()
+        fold = match_folds(d, n_folds, seed)
         out = np.zeros((len(d), N_CLASSES + 1), dtype=np.float32)
         for k in range(n_folds):
             held = fold == k

@@ -25,10 +25,13 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.features import N_CLASSES
+from cricket_attn.features import N_CLASSES, match_folds
 from cricket_attn.metrics import labels_of
 
 log = logging.getLogger(__name__)
+
+# Part of the cache key: raise it when the baselines' features change, so no stale teacher is read.
+TEACHER_FEATURES_VERSION = 1
 
 
 def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0,
@@ -39,11 +42,10 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
 
     if folds < 2:
         raise ValueError(f"data.teacher.folds={folds}: out-of-fold targets need at least 2 folds")
-    matches = d["match_id"].astype(str).unique()
-    if len(matches) < folds:
-        raise ValueError(f"data.teacher.folds={folds}: only {len(matches)} matches to fold")
-    fold_of = dict(zip(matches, np.random.default_rng(seed).permutation(len(matches)) % folds))
-    fold = d["match_id"].astype(str).map(fold_of).to_numpy()
+    n_matches = d["match_id"].nunique()
+    if n_matches < folds:
+        raise ValueError(f"data.teacher.folds={folds}: only {n_matches} matches to fold")
+    fold = match_folds(d, folds, seed)
     probs = np.zeros((len(d), N_CLASSES), dtype=np.float32)
     for k in range(folds):
         fit, held = d[fold != k], d[fold == k]
@@ -58,13 +60,11 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
 
 def teacher_probabilities(d: pd.DataFrame, settings: Mapping, folds: int, seed: int, rate_strength: float,
                           cache_dir: str | Path) -> np.ndarray:
-    """`out_of_fold_probabilities`, cached: the same deliveries with the same settings are fitted once
-    (the refit stage's ensemble members share theirs)."""
-    key = hashlib.sha256()
-    key.update(pd.util.hash_pandas_object(d[["match_id", "innings", "delivery_index", "outcome"]], index=False)
-               .to_numpy().tobytes())
-    key.update(json.dumps({"settings": dict(settings), "folds": folds, "seed": seed,
-                           "rate_strength": rate_strength}, sort_keys=True).encode())
+    """`out_of_fold_probabilities`, cached: the same deliveries (all their columns) with the same
+    settings are fitted once (the refit stage's ensemble members share theirs)."""
+    key = hashlib.sha256(pd.util.hash_pandas_object(d, index=False).to_numpy().tobytes())  # every column
+    key.update(json.dumps({"settings": dict(settings), "folds": folds, "seed": seed, "rate_strength": rate_strength,
+                           "features": TEACHER_FEATURES_VERSION}, sort_keys=True).encode())
     path = Path(cache_dir) / f"teacher-{key.hexdigest()[:16]}.npy"
     if path.exists():
         return np.load(path)

@@ -35,6 +35,9 @@ def test_teacher_is_cached_by_deliveries_and_settings(deliveries, tmp_path):
     assert np.array_equal(teacher_probabilities(d, SMALL, 3, 0, 200.0, tmp_path), first)
     teacher_probabilities(d, dict(SMALL, max_iter=10), 3, 0, 200.0, tmp_path)
     assert len(list(tmp_path.glob("teacher-*.npy"))) == 2  # other settings: another teacher
+    other_venue = d.assign(venue=d["venue"].astype(str).where(d.index > 0, "Somewhere Else"))
+    teacher_probabilities(other_venue, SMALL, 3, 0, 200.0, tmp_path)
+    assert len(list(tmp_path.glob("teacher-*.npy"))) == 3  # any column the features read changes the key
 
 
 def test_training_targets_mix_outcomes_and_teacher(data_config, tmp_path):
