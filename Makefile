@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: main train baselines test test-all setup benchmark
+.PHONY: main train baselines dashboard test test-all setup benchmark
 
 setup: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 # The main job on the embedded IPL archive: ingest it (fetched once), check it against the official
 # results, train and test the default transformer, then fit the baselines and pair them against it.
-# Everything lands in mlflow.db at the project root (mlflow ui --backend-store-uri sqlite:///mlflow.db).
+# Everything lands in mlflow.db at the project root (artifacts in mlartifacts/ beside it): `make dashboard`.
 main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
 	$(PY) -m cricket_attn.checks
@@ -32,6 +32,11 @@ train: $(STAMP)
 # The scikit-learn baselines, paired against the latest transformer run.
 baselines: $(STAMP)
 	$(VENV)/bin/cricket-attn-baselines
+
+# MLflow's dashboard over the project's store, at http://127.0.0.1:5000 (the experiment's training runs:
+# add ?workflowType=machine_learning to an experiment's address, as the commands' printed links do).
+dashboard: $(STAMP)
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 
 # The default test run: fast, on the real fixture matches; what CI runs.
 test: $(STAMP)

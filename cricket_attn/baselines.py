@@ -9,28 +9,34 @@ interval resampled by match.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import hydra
 import numpy as np
 import pandas as pd
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from cricket_attn import tracking
+from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
-from cricket_attn.metrics import KEY_COLUMNS, PROB_COLUMNS, labels_of, paired_by_state, paired_difference
+from cricket_attn.metrics import (KEY_COLUMNS, PROB_COLUMNS, labels_of, paired_by_state, paired_difference,
+                                  plot_comparison)
 from cricket_attn.scoring import DELIVERY_COLUMNS
-from cricket_attn.splits import SeasonSplit
+from cricket_attn.splits import SeasonSplit, season_range
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -122,13 +128,18 @@ def _inputs(name: str, d: pd.DataFrame, X: np.ndarray):
 
 
 def run_baselines(cfg: DictConfig) -> pd.DataFrame:
-    """Fit, score and log every configured baseline; returns the comparison table."""
+    """Fit, score and log every configured baseline; returns the comparison table. Each baseline is an
+    MLflow run tagged, like the transformer run it is paired with, `comparison=<that run's name>`; the
+    transformer run gets the comparison as its description."""
     data = cfg.data
     phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
     split = SeasonSplit.from_config(OmegaConf.to_container(data.split, resolve=True))
     uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
     tracking.check_tracking_uri(uri)
     reference = find_transformer_run(uri, experiment, cfg.baselines.against)
+    ref_run = tracking.MlflowClient(uri).get_run(reference) if reference else None
+    log.info("paired against: %s", f"transformer run {ref_run.info.run_name} ({reference})" if ref_run
+             else "no transformer run in this store (the table will have no paired column)")
     tables = load_tables(list(data.sources) if data.sources else None, phases, project_path(data.data_dir))
     d = tables.deliveries
     d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
@@ -137,6 +148,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     fit_final = pd.concat([train, val], ignore_index=True) if cfg.refit else train
     strength = float(data.rate_strength)
 
+    log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_final))
     # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
     sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
     X_val = sel_feats.transform(val)
@@ -146,28 +158,41 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
     state = keyed_state(test, X_test)
 
+    overrides = HydraConfig.get().job.override_dirname if HydraConfig.initialized() else ""
+    when = datetime.fromtimestamp(ref_run.info.start_time / 1000) if ref_run else None
     rows, by_state = [], {}
-    for name, settings in cfg.baselines.models.items():
+    models = cfg.baselines.models
+    for i, (name, settings) in enumerate(models.items(), start=1):
         settings = OmegaConf.to_container(settings, resolve=True) or {}
-        start = time.perf_counter()
-        model, chosen = None, {}
-        if name == "hist_gradient_boosting":  # choose the iteration count on validation
-            model, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
-        if cfg.refit or model is None:
-            model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
-        probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
-        probs /= probs.sum(axis=1, keepdims=True)  # logistic regression on float32 features sums to 1 only to 1e-7
-        seconds = time.perf_counter() - start
-        scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
-        for j, col in enumerate(PROB_COLUMNS):
-            scored[col] = probs[:, j]
-        run_id = tracking.start_run(uri, experiment, name, {"model_family": "baseline", "baseline": name})
+        stage, clock = f"baseline {i}/{len(models)}: {name}", progress.Stopwatch()
+        log.info("%s: fitting on seasons %s%s", stage, season_range(fit_final),
+                 f" (its iteration count chosen on {season_range(val)} first)" if name == "hist_gradient_boosting" else "")
+        tags = {"model_family": "baseline", "baseline": name}
+        if ref_run:
+            tags.update(paired_against=reference, comparison=ref_run.data.tags.get("comparison", ref_run.info.run_name))
+        note = (f"Paired against the transformer run [{ref_run.info.run_name}](#/experiments/"
+                f"{ref_run.info.experiment_id}/runs/{reference}) on the same test deliveries." if ref_run else None)
+        run_id = tracking.start_run(uri, experiment, tracking.run_name(name, overrides, when), tags, description=note)
         try:
+            with tracking.system_metrics(uri, run_id, interval=5.0):
+                start = time.perf_counter()
+                model, chosen = None, {}
+                if name == "hist_gradient_boosting":  # choose the iteration count on validation
+                    model, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
+                if cfg.refit or model is None:
+                    model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
+                probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
+                probs /= probs.sum(axis=1, keepdims=True)  # logistic regression on float32 features sums to 1 only to 1e-7
+                seconds = time.perf_counter() - start
+            scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
+            for j, col in enumerate(PROB_COLUMNS):
+                scored[col] = probs[:, j]
             client = tracking.MlflowClient(uri)
-            params = {"baseline": name, "refit": str(cfg.refit), "fit_seasons": f"{fit_final['season'].min()}-"
-                      f"{fit_final['season'].max()}", **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
+            params = {"baseline": name, "refit": str(cfg.refit), "fit_seasons": season_range(fit_final),
+                      **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
             params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
             tracking.log_params(uri, run_id, params)
+            tracking.log_datasets(uri, run_id, {"train": fit_final, "test": test}, ", ".join(tables.sources), tables.key)
             metrics = tracking.log_scored(uri, run_id, scored, "test", name)
             client.log_metric(run_id, "fit_seconds", seconds)
             row = {"model": name, **{k: metrics[k] for k in ("log_loss", "brier", "accuracy", "ece")}, "run_id": run_id}
@@ -175,7 +200,6 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                 paired = paired_difference(scored, ref_scored, cfg.baselines.n_boot, cfg.seed)
                 for k in ("diff", "ci_low", "ci_high"):
                     client.log_metric(run_id, f"paired/{k}_vs_transformer", paired[k])
-                client.set_tag(run_id, "paired_against", reference)
                 row.update({f"{k}_vs_transformer": paired[k] for k in ("diff", "ci_low", "ci_high")})
                 by_state[name] = paired_by_state(scored, ref_scored, state, seed=cfg.seed)
                 client.log_text(run_id, by_state_table({name: by_state[name]}), "paired_by_state.md")
@@ -184,19 +208,40 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             tracking.end_run(uri, run_id, "FAILED")
             raise
         rows.append(row)
-        print(f"{name}: test log loss {row['log_loss']:.4f} ({seconds:.1f} s)", flush=True)
+        paired_text = (f", {row['diff_vs_transformer']:+.4f} [{row['ci_low_vs_transformer']:+.4f}, "
+                       f"{row['ci_high_vs_transformer']:+.4f}] against the transformer" if ref_scored is not None else "")
+        log.info("%s: test log loss %.4f%s; fitted in %.0f s, done in %s", stage, row["log_loss"], paired_text,
+                 seconds, clock)
     table = comparison_table(uri, reference, rows)
-    out = Path(cfg.paths.output_dir) / "comparison.md"
-    with atomic_path(out) as tmp:
+    out = Path(cfg.paths.output_dir)
+    with atomic_path(out / "comparison.md") as tmp:
         tmp.write_text(table)
-    print(table)
-    print(f"written: {out}")
+    print(f"written: {out / 'comparison.md'}")
     if by_state:
-        where = Path(cfg.paths.output_dir) / "paired_by_state.md"
-        with atomic_path(where) as tmp:
+        with atomic_path(out / "paired_by_state.md") as tmp:
             tmp.write_text(by_state_table(by_state))
-        print(f"where each baseline and the transformer part company, by match state: {where}")
+        print(f"written: {out / 'paired_by_state.md'} (where each baseline and the transformer part company)")
+    if ref_run:
+        log_comparison(uri, reference, table, pd.DataFrame(rows), out)
+        tracking.save_comparison_view(uri, experiment, ref_run.data.tags.get("comparison", ref_run.info.run_name))
+    print(f"\nTest seasons {season_range(test)}, {len(test):,} deliveries; log loss in nats per ball:\n\n{table}")
+    print(f"MLflow, after `make dashboard`: {tracking.dashboard_url(uri, experiment, comparison=bool(ref_run))}")
     return pd.DataFrame(rows)
+
+
+def log_comparison(uri: str, reference: str, table: str, rows: pd.DataFrame, folder: Path) -> None:
+    """On the transformer run: the comparison table as its description, and the table, the by-state
+    table and a chart of the paired differences as artifacts under `comparison/`."""
+    client = tracking.MlflowClient(uri)
+    client.set_tag(reference, tracking.MLFLOW_RUN_NOTE,
+                   "Paired against the baselines (the runs with its `comparison` tag) on the same test deliveries:\n\n"
+                   + table)
+    paired = rows.set_index("model")[["diff_vs_transformer", "ci_low_vs_transformer", "ci_high_vs_transformer"]]
+    paired.columns = ["diff", "ci_low", "ci_high"]
+    plot_comparison(paired, folder / "comparison.png")
+    for name in ("comparison.md", "paired_by_state.md", "comparison.png"):
+        if (folder / name).is_file():
+            client.log_artifact(reference, str(folder / name), "comparison")
 
 
 def keyed_state(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:

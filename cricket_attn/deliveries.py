@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
 from cricket_attn.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, ParsedMatch, parse_match
 from cricket_attn.sources import MatchFile, default_archive, iter_match_files, sha256_of, source_kind
@@ -121,6 +122,7 @@ class Ingested:
     matches: pd.DataFrame
     skipped: list[Skipped] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    key: str = ""  # the cache key (sources' content, phase rules, schema): what MLflow records as the digest
 
 
 def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
@@ -128,7 +130,7 @@ def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
     parsed: list[ParsedMatch] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
-    for file in files:
+    for file in progress.track(files, "reading match files", unit="file"):
         try:
             match = parse_match(file)
         except MatchFileError as err:
@@ -218,9 +220,10 @@ def load_tables(sources: Sequence[str | Path] | None, phases: PhaseRules, data_d
             matches=pd.read_parquet(matches_path),
             skipped=[Skipped(**s) for s in record["skipped"]],
             sources=record["sources"],
+            key=key,
         )
     result = build_tables(iter_match_files(paths), phases)
-    result.sources = [str(p) for p in paths]
+    result.sources, result.key = [str(p) for p in paths], key
     write_parquet(result.deliveries, deliveries_path)
     write_parquet(result.matches, matches_path)
     # The record goes last: its presence means the two tables beside it are complete.

@@ -47,7 +47,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, float]:
     part = split.split(tables.deliveries)[args.split]
     if part.empty:
         raise SystemExit(f"cricket-attn-evaluate: the {args.split} split has no deliveries in {sources or 'the IPL archive'}")
-    scored = trained.score(part)
+    scored = trained.score(part, desc=f"scoring the {args.split} split")
     if args.no_log:
         metrics = score(scored)
     else:

@@ -1,19 +1,25 @@
 """The LightningModule: builds the model from plain settings, computes the loss and metrics,
-and configures the optimiser. Checkpoints hold only plain Python and tensors."""
+and configures the optimiser. Checkpoints hold only plain Python and tensors. Also what a fit shows
+while it runs (a line or a bar per epoch, cricket_attn.progress)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
+from pytorch_lightning.callbacks import TQDMProgressBar
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
+from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.sequences import IGNORE
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
@@ -55,6 +61,7 @@ class BallOutcomeModule(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         loss, _, n = self._loss(batch)
         self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=n)
+        self.log("loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False, batch_size=n)  # the bar's
         return loss
 
     def _eval_step(self, batch, split: str):
@@ -178,3 +185,51 @@ def save_final(paths: list[str | Path], temperature: float | None, out: str | Pa
     with atomic_path(out) as tmp:
         torch.save(final, tmp)
     return Path(out)
+
+
+class EpochLines(pl.Callback):
+    """One log line per epoch: the stage, the epoch, the training and validation losses, the time."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.best: float | None = None
+        self.clock = progress.Stopwatch()
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        self.clock = progress.Stopwatch()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or trainer.global_rank != 0:
+            return
+        metrics = trainer.callback_metrics
+        parts = [f"{self.stage} epoch {trainer.current_epoch + 1}/{trainer.max_epochs}"]
+        if "train/loss" in metrics:
+            parts.append(f"train loss {float(metrics['train/loss']):.4f}")
+        if "val/loss" in metrics:
+            val = float(metrics["val/loss"])
+            new_best = self.best is None or val < self.best
+            self.best = val if new_best else self.best
+            parts.append(f"val loss {val:.4f}" + (" (best so far)" if new_best else f" (best {self.best:.4f})"))
+        log.info("%s, %s", ", ".join(parts), self.clock)
+
+
+class StageBar(TQDMProgressBar):
+    """Lightning's bar, each epoch's kept on screen and named after the stage: `refit 2/3 epoch 4/7`."""
+
+    def __init__(self, stage: str):
+        super().__init__(leave=True)
+        self.stage = stage
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, *args) -> None:
+        super().on_train_epoch_start(trainer, *args)
+        self.train_progress_bar.set_description(f"{self.stage} epoch {trainer.current_epoch + 1}/{trainer.max_epochs}")
+
+
+def progress_callbacks(stage: str, mode: str = "auto") -> tuple[list[pl.Callback], bool]:
+    """The callbacks that show a Lightning fit's progress, and the Trainer's `enable_progress_bar`."""
+    shown = progress.resolve(mode)
+    if shown == "bar":
+        return [StageBar(stage)], True
+    if shown == "lines":
+        return [EpochLines(stage)], False
+    return [], False

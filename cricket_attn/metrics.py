@@ -198,6 +198,26 @@ def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     return _save(fig, path)
 
 
+def plot_comparison(paired: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Each baseline's paired log-loss difference from the transformer (`diff`, `ci_low`, `ci_high`,
+    one row per baseline, indexed by name) with its 95% interval by match: right of zero, the
+    transformer is better."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    y = np.arange(len(paired))[::-1]
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(paired) + 1.4))
+    ax.errorbar(paired["diff"], y, xerr=[paired["diff"] - paired["ci_low"], paired["ci_high"] - paired["diff"]],
+                fmt="o", capsize=4)
+    ax.axvline(0, color="grey", linestyle="--", linewidth=1)
+    ax.set_yticks(y, paired.index)
+    ax.set(xlabel="baseline log loss - transformer's, nats per ball (95% CI by match)",
+           title=title or "Paired against the transformer on the same balls")
+    return _save(fig, path)
+
+
 def _save(fig, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 

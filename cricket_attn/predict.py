@@ -124,7 +124,7 @@ def with_next_balls(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
 
 def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     """The output table: every delivery and every next ball, scored."""
-    scored = trained.score(with_next_balls(tables, phases))
+    scored = trained.score(with_next_balls(tables, phases), desc="scoring")
     out = scored[list(OUTPUT_COLUMNS)].copy()
     out["outcome"] = out["outcome"].astype(object).where(out["outcome"].notna(), None)
     for col in ("batter", "bowler"):

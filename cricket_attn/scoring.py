@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn import progress
 from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
@@ -21,12 +22,14 @@ DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "
 
 @torch.no_grad()
 def sequence_probabilities(model: CricketTransformer | Ensemble, sequences: BallSequences,
-                           batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, probabilities): the table row of every real position and its predicted distribution."""
+                           batch_size: int = 256, desc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, probabilities): the table row of every real position and its predicted distribution;
+    with `desc`, a bar over the batches on a terminal."""
     model.eval()
     device = next(model.parameters()).device
     rows, probs = [], []
-    for idx in BucketBatchSampler(sequences.lengths, batch_size, shuffle=False):
+    batches = BucketBatchSampler(sequences.lengths, batch_size, shuffle=False)
+    for idx in progress.track(batches, desc, total=len(batches), unit="batch") if desc else batches:
         batch = {k: v.to(device) for k, v in sequences.collate(idx).items()}
         p = model(batch).float().softmax(-1)
         real = batch["mask"]
@@ -38,11 +41,11 @@ def sequence_probabilities(model: CricketTransformer | Ensemble, sequences: Ball
 
 
 def score_deliveries(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                     batch_size: int = 256) -> pd.DataFrame:
+                     batch_size: int = 256, desc: str | None = None) -> pd.DataFrame:
     """One row per delivery of every regular innings (super overs are not modelled), in table order,
     with `PROB_COLUMNS` (each row sums to 1) and `expected_runs`."""
     d = deliveries.reset_index(drop=True)
-    rows, probs = sequence_probabilities(model, encoder.encode(d), batch_size)
+    rows, probs = sequence_probabilities(model, encoder.encode(d), batch_size, desc)
     order = np.argsort(rows, kind="stable")
     rows, probs = rows[order], probs[order]
     probs /= probs.sum(axis=1, keepdims=True)  # float64 renormalisation: rows sum to 1 within 1e-12

@@ -30,8 +30,9 @@ class TrainedModel:
     encoder: SequenceEncoder
     source: str
 
-    def score(self, deliveries: pd.DataFrame) -> pd.DataFrame:
-        return score_deliveries(self.model, self.encoder, deliveries)
+    def score(self, deliveries: pd.DataFrame, desc: str | None = None) -> pd.DataFrame:
+        """`score_deliveries` with this model; `desc` names a progress bar (on a terminal)."""
+        return score_deliveries(self.model, self.encoder, deliveries, desc=desc)
 
 
 def from_checkpoint(path: str | Path) -> TrainedModel:

@@ -43,3 +43,11 @@ class SeasonSplit:
         labels = self.label(deliveries["season"])
         return {name: deliveries[labels == name].reset_index(drop=True) for name in SPLITS}
 
+
+
+def season_range(d: pd.DataFrame) -> str:
+    """The seasons of `d` as people write them: `2008-2023`, or `2024` (`no seasons` when empty)."""
+    if d.empty:
+        return "no seasons"
+    first, last = int(d["season"].min()), int(d["season"].max())
+    return str(first) if first == last else f"{first}-{last}"

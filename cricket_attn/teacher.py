@@ -27,6 +27,8 @@ import pandas as pd
 from cricket_attn.atomic import atomic_path
 from cricket_attn.features import N_CLASSES, match_folds
 from cricket_attn.metrics import labels_of
+from cricket_attn.progress import Stopwatch
+from cricket_attn.splits import season_range
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +49,17 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
         raise ValueError(f"data.teacher.folds={folds}: only {n_matches} matches to fold")
     fold = match_folds(d, folds, seed)
     probs = np.zeros((len(d), N_CLASSES), dtype=np.float32)
+    log.info("teacher: %d folds of gradient-boosted trees on %s deliveries of seasons %s (cached after)",
+             folds, f"{len(d):,}", season_range(d))
     for k in range(folds):
+        clock = Stopwatch()
         fit, held = d[fold != k], d[fold == k]
         features, X = TabularFeatures.fit_transform(fit, rate_strength)
         model = HistGradientBoostingClassifier(**{"random_state": seed, **settings}).fit(X, labels_of(fit))
         p = np.zeros((len(held), N_CLASSES))
         p[:, model.classes_] = model.predict_proba(features.transform(held))  # a class absent from a fold gets 0
         probs[fold == k] = p
-        log.info("teacher fold %d/%d: %d iterations", k + 1, folds, model.n_iter_)
+        log.info("teacher fold %d/%d: %d iterations, %s", k + 1, folds, model.n_iter_, clock)
     return probs
 
 
@@ -67,6 +72,7 @@ def teacher_probabilities(d: pd.DataFrame, settings: Mapping, folds: int, seed: 
                            "features": TEACHER_FEATURES_VERSION}, sort_keys=True).encode())
     path = Path(cache_dir) / f"teacher-{key.hexdigest()[:16]}.npy"
     if path.exists():
+        log.info("teacher: read from the cache, %s", path)
         return np.load(path)
     probs = out_of_fold_probabilities(d, settings, folds, seed, rate_strength)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,31 +1,50 @@
 """MLflow: one place for the tracking store, runs, and what every run records.
 
 The default store is the SQLite file `mlflow.db` at the project root (conf/paths), so every run and
-every sweep job lands in one place; `mlflow ui --backend-store-uri sqlite:///mlflow.db` shows them.
+every sweep job lands in one place, with artifacts beside it in `mlartifacts/` whatever the current
+folder; `make dashboard` (`mlflow ui --backend-store-uri sqlite:///mlflow.db`) shows them.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import sys
 import tempfile
+import warnings
+import zlib
+from contextlib import contextmanager
+from datetime import datetime
 import urllib.error
 import urllib.request
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.entities import DatasetInput, InputTag
 from mlflow.tracking import MlflowClient
+from mlflow.tracking.context.registry import resolve_tags
+from mlflow.utils.git_utils import get_git_commit
+from mlflow.utils.mlflow_tags import (MLFLOW_DATASET_CONTEXT, MLFLOW_GIT_COMMIT, MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE,
+                                      MLFLOW_SOURCE_NAME)
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
+from cricket_attn.splits import season_range
 
 # The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
 DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)
 PARAM_LIMIT = 6000  # MLflow's longest parameter value
+# An experiment tag MLflow's UI reads: a model-training experiment opens on its runs, not on the GenAI
+# overview; and the URL parameter that picks the same view.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+UI_VIEW = "workflowType=machine_learning"
 
 
 class TrackingError(RuntimeError):
@@ -64,13 +83,122 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def start_run(uri: str, experiment: str, run_name: str | None, tags: dict[str, str]) -> str:
-    """A new RUNNING run in `experiment` (created if needed); returns its id."""
+def artifact_location(uri: str) -> str | None:
+    """Beside a SQLite store, `mlartifacts/` next to the database file; a server chooses its own."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts").as_uri()
+    return None
+
+
+def experiment_id(uri: str, name: str) -> str:
+    """The experiment's id, created if needed with its artifacts beside the store, and marked as model
+    training (an experiment made by an older version gets the mark too)."""
     client = MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment)
-    exp_id = found.experiment_id if found else client.create_experiment(experiment)
-    tags = {"mlflow.runName": run_name, **tags} if run_name else dict(tags)
-    return client.create_run(exp_id, tags=tags).info.run_id
+    found = client.get_experiment_by_name(name)
+    exp_id = found.experiment_id if found else client.create_experiment(name, artifact_location(uri))
+    if found is None or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+        client.set_experiment_tag(exp_id, *EXPERIMENT_KIND)
+    return exp_id
+
+
+def command_line() -> str:
+    """The command that made the run, as typed: `cricket-attn-train model.d_model=128`."""
+    return " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+
+
+def run_name(family: str, overrides: str = "", when: datetime | None = None) -> str:
+    """What a run is, for MLflow's tables and chart legends: the family, the settings given on the
+    command line (what differs from the default) and when it started, `transformer model.d_model=128
+    11-22 19:05`. The baselines paired with a transformer run take its time, so one comparison reads
+    as one group."""
+    return f"{family} {overrides or 'default'} {(when or datetime.now()):%m-%d %H:%M}"
+
+
+def start_run(uri: str, experiment: str, run_name: str | None, tags: dict[str, str],
+              description: str | None = None) -> str:
+    """A new RUNNING run in `experiment` (created if needed); returns its id. It carries what MLflow's
+    fluent API would record (user, git commit), the command as its source and the whole command line
+    as the tag `command`."""
+    tags = {**resolve_tags(), MLFLOW_SOURCE_NAME: Path(sys.argv[0]).name, "command": command_line(), **tags}
+    # MLflow looks for the commit beside the script, which sits in the git-ignored .venv: look beside the code.
+    commit = get_git_commit(str(PROJECT_ROOT / "cricket_attn"))
+    if commit:
+        tags[MLFLOW_GIT_COMMIT] = commit
+    tags.update({k: v for k, v in {MLFLOW_RUN_NAME: run_name, MLFLOW_RUN_NOTE: description}.items() if v})
+    return MlflowClient(uri).create_run(experiment_id(uri, experiment), tags=tags).info.run_id
+
+
+def dashboard_url(uri: str, experiment: str, run_id: str | None = None, comparison: bool = False,
+                  host: str = "http://127.0.0.1:5000") -> str:
+    """Where `make dashboard` shows a run, the comparison view (in charts), or the experiment's training runs."""
+    base = f"{host}/#/experiments/{experiment_id(uri, experiment)}"
+    if run_id:
+        return f"{base}/runs/{run_id}?{UI_VIEW}"
+    if comparison:
+        return f"{base}/runs?viewStateShareKey={COMPARISON_VIEW}&compareRunsMode=CHART&{UI_VIEW}"
+    return f"{base}/runs?{UI_VIEW}"
+
+
+def log_datasets(uri: str, run_id: str, parts: dict[str, pd.DataFrame], source: str, digest: str) -> None:
+    """Each split's deliveries as a dataset input of the run, its context the split: MLflow's Dataset
+    column then shows which data and seasons a run saw. `digest` names the data's content."""
+    from mlflow.data import from_pandas
+
+    inputs = []
+    for context, d in parts.items():
+        if d.empty:
+            continue
+        with warnings.catch_warnings():  # MLflow's hints about guessing the source kind and integer columns
+            warnings.simplefilter("ignore")
+            dataset = from_pandas(d, source=source, name=f"{Path(source).name} {season_range(d)}", digest=digest)
+            inputs.append(DatasetInput(dataset._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, context)]))
+    MlflowClient(uri).log_inputs(run_id, datasets=inputs)
+
+
+# The saved view `make dashboard` offers: MLflow 3.17's UI keeps saved views as experiment tags
+# `mlflow.sharedViewState.<id>` holding its page state, deflated. One view, overwritten by each comparison.
+COMPARISON_VIEW = "cricket-attn-comparison"
+COMPARISON_METRICS = ("test/log_loss", "test/ece", "paired/diff_vs_transformer", "test/brier")
+
+
+def save_comparison_view(uri: str, experiment: str, comparison: str) -> None:
+    """A saved view of the experiment, `transformer vs baselines`: the runs of one comparison (the tag
+    `comparison`), with bar charts and table columns of test log loss, ECE, the paired difference from
+    the transformer and Brier score."""
+    section = "cricket-attn-comparison"
+    charts = [{"uuid": f"{section}-{i}", "type": "BAR", "runsCountToCompare": 10, "metricSectionId": section,
+               "deleted": False, "isGenerated": False, "displayName": key, "metricKey": key}
+              for i, key in enumerate(COMPARISON_METRICS)]
+    state = {"searchFilter": f"tags.comparison = '{comparison}'", "orderByKey": "attributes.start_time",
+             "orderByAsc": True, "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
+             "modelVersionFilter": "All Runs", "runsHiddenMode": "SHOW_ALL",
+             "selectedColumns": [f"metrics.`{key}`" for key in COMPARISON_METRICS] + ["attributes.`Dataset`"],
+             "columnOrder": [], "columnWidths": {},
+             "compareRunSections": [{"uuid": section, "name": "transformer vs baselines, test seasons", "display": True,
+                                     "isReordered": True, "deleted": False, "isGenerated": False}],
+             "compareRunCharts": charts, "viewMaximized": False, "runListHidden": False, "isAccordionReordered": True,
+             "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None, "groupsExpanded": {},
+             "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""}}
+    now = mlflow.utils.time.get_current_time_millis()
+    packed = "deflate;" + base64.b64encode(zlib.compress(json.dumps(state).encode())).decode()
+    value = {"name": "transformer vs baselines", "createdAt": now, "updatedAt": now, "state": packed}
+    MlflowClient(uri).set_experiment_tag(experiment_id(uri, experiment), f"mlflow.sharedViewState.{COMPARISON_VIEW}",
+                                         json.dumps(value))
+
+
+@contextmanager
+def system_metrics(uri: str, run_id: str, interval: float = 10.0, resume: bool = False) -> Iterator[None]:
+    """CPU, memory and disk (and GPU, where there is one) as `system/*` metrics of the run, every
+    `interval` seconds while the block runs (MLflow's own monitor)."""
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)  # not four lines per run about itself
+    monitor = SystemMetricsMonitor(run_id, sampling_interval=interval, resume_logging=resume, tracking_uri=uri)
+    monitor.start()
+    try:
+        yield
+    finally:
+        monitor.finish()
 
 
 def log_config(uri: str, run_id: str, cfg: DictConfig) -> None:

@@ -5,10 +5,11 @@ number of epochs); with `refit=true`, train a fresh model on training + validati
 many epochs (with `ensemble=N`, N of them from successive seeds, their probabilities averaged); then
 score the test seasons, which nothing before has touched.
 
-Each run is one MLflow run: the resolved config (artifact and params), per-epoch losses (the refit
-stage's prefixed `refit-`), the test report (metrics, plots, scored deliveries), the checkpoint path
-and the model. `resume=<output folder>` continues a killed run from its last checkpoint, in the same
-MLflow run.
+Each run is one MLflow run: the resolved config (artifact and params), the data of each split (as
+dataset inputs), per-epoch losses (the refit stage's prefixed `refit-`), CPU and memory use, the test
+report (metrics, plots, scored deliveries), the checkpoint path and the model. `resume=<output folder>`
+continues a killed run from its last checkpoint, in the same MLflow run. Each stage says when it starts
+and ends, and each epoch gets a line (or, on a terminal, a bar): `progress` in conf/.
 """
 
 from __future__ import annotations
@@ -24,15 +25,18 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from cricket_attn import tracking
+from cricket_attn import progress, tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, save_final
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, progress_callbacks, save_final
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries
+from cricket_attn.splits import season_range
 
 log = logging.getLogger(__name__)
+# Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
+logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(lambda r: "litlogger" not in r.getMessage())
 
 
 def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
@@ -94,25 +98,29 @@ def open_run(cfg: DictConfig) -> Run:
     if cfg.get("logger"):
         uri = cfg.logger.tracking_uri
         tracking.check_tracking_uri(uri)
-        tags, name = {"model_family": "transformer", "output_dir": str(folder)}, cfg.logger.get("run_name")
+        tags, overrides = {"model_family": "transformer", "output_dir": str(folder)}, ""
         if HydraConfig.initialized():
             hc = HydraConfig.get()
-            name = name or hc.job.override_dirname or "transformer"
+            overrides = hc.job.override_dirname
             if hc.mode == hydra.types.RunMode.MULTIRUN:
                 tags.update(sweep=str(hc.sweep.dir), sweep_job=str(hc.job.num))
+        name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides)
+        tags["comparison"] = name  # the baselines paired with this run carry the same tag
         run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags)}
     run.save()
     return run
 
 
-def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, max_epochs: int | None = None,
-              ckpt_path: str | None = None) -> BallOutcomeModule:
+def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, stage: str,
+              max_epochs: int | None = None, ckpt_path: str | None = None) -> BallOutcomeModule:
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     check_data_fits_model(dm, model)
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
-    kwargs = {"callbacks": [c for c in callbacks.values() if c is not None], "logger": logger}
+    shown, bar = progress_callbacks(stage, cfg.progress)
+    kwargs = {"callbacks": [c for c in callbacks.values() if c is not None] + shown, "logger": logger,
+              "enable_progress_bar": bar, "enable_model_summary": stage == "selection"}  # the same model each stage
     if max_epochs is not None:
         kwargs["max_epochs"] = max_epochs
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
@@ -131,8 +139,21 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     ckpt = callbacks["model_checkpoint"]
     dm = hydra.utils.instantiate(cfg.data)
     resuming = bool(cfg.resume)
+    split = cfg.data.split
+    fit_seasons, val_seasons = f"up to {split.train_until}", "/".join(map(str, split.validation))
     if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
-        module = fit_stage(cfg, dm, callbacks, run.logger(), ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
+        clock = progress.Stopwatch()
+        log.info("data: reading the deliveries, fitting the encoder%s on seasons %s",
+                 " and the teacher" if cfg.data.get("teacher") else "", fit_seasons)
+        dm.prepare_data()
+        dm.setup("fit")
+        if run.tracked and not resuming:
+            parts = dm.split.split(dm.tables.deliveries)
+            tracking.log_datasets(run.uri, run.run_id, parts, ", ".join(dm.tables.sources), dm.tables.key)
+        log.info("selection: training on %s, choosing the epoch count on %s (early stopping)",
+                 season_range(dm.split.split(dm.tables.deliveries)["train"]), val_seasons)
+        module = fit_stage(cfg, dm, callbacks, run.logger(), "selection",
+                           ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
         best_path = ckpt.best_model_path
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
@@ -140,8 +161,13 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         run.state.update(selection_epochs=best, selection_checkpoint=best_path,
                          selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
                          selection_final=bool(stopper is not None and stopper.stopped_epoch > 0))
+        log.info("selection: done in %s; best epoch %s, val loss %s", clock, best,
+                 f"{run.state['selection_best_val']:.4f}" if run.state["selection_best_val"] is not None else "none")
         if cfg.calibrate and best_path:
             run.state["calibration"] = calibrate(dm, best_path)
+            c = run.state["calibration"]
+            log.info("calibration: temperature %.3f fitted on %s (val log loss %.4f before, %.4f after)",
+                     c["temperature"], val_seasons, c["val_log_loss_before"], c["val_log_loss_after"])
         run.save()
     best_epoch, best_path = run.state["selection_epochs"], run.state["selection_checkpoint"]
     results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
@@ -156,6 +182,9 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         refit_callbacks = {name: c for name, c in cfg.callbacks.items()
                            if c and name not in ("early_stopping", "model_checkpoint")}
         for k in range(len(members), cfg.ensemble):
+            clock, stage = progress.Stopwatch(), f"refit {k + 1}/{cfg.ensemble}"
+            log.info("%s: training on seasons %s and %s for %d epochs, seed %d", stage, fit_seasons, val_seasons,
+                     best_epoch, cfg.seed + k)
             pl.seed_everything(cfg.seed + k, workers=True)
             dm = hydra.utils.instantiate(cfg.data, refit=True, seed=cfg.seed + k)
             name = "refit" if k == 0 else f"refit{k + 1}"
@@ -163,10 +192,11 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
                                                  filename=name + "-{epoch:02d}")
             callbacks_k = {n: hydra.utils.instantiate(c) for n, c in refit_callbacks.items()}
-            fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name),
+            fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name), stage,
                       max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
+            log.info("%s: done in %s", stage, clock)
         final = members
     else:
         dm.prepare_data()
@@ -182,7 +212,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     model = load_model(results["checkpoint"])[0] if final else module.model
     report(cfg, run, dm, model, results)
     for key, value in results.items():
-        print(f"{key}: {value}")
+        print(f"{key}: {value:.6g}" if isinstance(value, float) else f"{key}: {value}")
     return results
 
 
@@ -204,11 +234,15 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
     """The test: score every test delivery with the final model (cricket_attn.metrics, as
     `cricket-attn-evaluate` does); log the report, the checkpoint and the model."""
     test = dm.split.split(dm.tables.deliveries)["test"]
-    scored = score_deliveries(model, dm.encoder, test, dm.eval_batch_size)
+    clock = progress.Stopwatch()
+    log.info("test report: scoring %s deliveries of seasons %s with the final model", f"{len(test):,}", season_range(test))
+    scored = score_deliveries(model, dm.encoder, test, dm.eval_batch_size, desc="scoring the test seasons")
     if not run.tracked:
         results.update({f"test/{k}": v for k, v in score(scored).items()})
+        log.info("test report: done in %s; log loss %.4f", clock, results["test/log_loss"])
         return
     results.update({f"test/{k}": v for k, v in tracking.log_scored(run.uri, run.run_id, scored, "test").items()})
+    log.info("test report: done in %s; log loss %.4f, ECE %.4f", clock, results["test/log_loss"], results["test/ece"])
     client = tracking.MlflowClient(run.uri)
     for key in ("selection/best_val_loss", "selection/epochs", *(k for k in results if k.startswith("calibration/"))):
         if results.get(key) is not None:
@@ -218,6 +252,7 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
         if cfg.mlflow.log_model:
             from cricket_attn.serving import log_model
 
+            log.info("MLflow: logging the final model as the run's `model`")
             first = test["match_id"].iloc[0] if len(test) else None
             example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
             example_scored = score_deliveries(model, dm.encoder, example, dm.eval_batch_size)
@@ -226,22 +261,27 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
 
 def train(cfg: DictConfig) -> dict:
     """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+    try:
+        progress.resolve(cfg.progress)  # an unknown mode fails before any work
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if cfg.ensemble < 1:
         raise ConfigError(f"ensemble={cfg.ensemble}: the number of refitted models must be at least 1")
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     run = open_run(cfg)
-    if run.tracked:
-        tracking.log_config(run.uri, run.run_id, cfg)
+    if not run.tracked:
+        return run_protocol(cfg, run)
+    tracking.log_config(run.uri, run.run_id, cfg)
     try:
-        results = run_protocol(cfg, run)
+        with tracking.system_metrics(run.uri, run.run_id, resume=bool(cfg.resume)):
+            results = run_protocol(cfg, run)
     except BaseException as err:
-        if run.tracked:
-            tracking.end_run(run.uri, run.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        tracking.end_run(run.uri, run.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         raise
-    if run.tracked:
-        tracking.end_run(run.uri, run.run_id, "FINISHED")
-        results["mlflow_run_id"] = run.run_id
+    tracking.end_run(run.uri, run.run_id, "FINISHED")
+    results["mlflow_run_id"] = run.run_id
+    print(f"MLflow run: {tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)} (after `make dashboard`)")
     return results
 
 

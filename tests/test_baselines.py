@@ -38,6 +38,40 @@ def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, trac
     assert "paired_by_state.md" in {a.path for a in client.list_artifacts(hgb)}
 
 
+def test_one_comparison_reads_as_one_group_in_the_dashboard(baselines_run, tracked_run):
+    import base64
+    import json
+    import zlib
+
+    from cricket_attn.tracking import COMPARISON_METRICS, COMPARISON_VIEW, dashboard_url
+
+    client = MlflowClient(tracked_run["uri"])
+    transformer = client.get_run(tracked_run["run_id"])
+    name = transformer.info.run_name  # "transformer default 11-22 19:05"
+    for _, row in baselines_run["table"].iterrows():
+        run = client.get_run(row["run_id"])
+        # Named after the baseline and the transformer run's start, tagged with its comparison.
+        assert run.info.run_name == name.replace("transformer", row["model"], 1)
+        assert run.data.tags["comparison"] == name and tracked_run["run_id"] in run.data.tags["mlflow.note.content"]
+        assert run.info.end_time - run.info.start_time >= 1000 * run.data.metrics["fit_seconds"]  # its work inside
+        contexts = {t.value for item in run.inputs.dataset_inputs for t in item.tags}
+        assert contexts == {"train", "test"}
+    # The transformer run carries the comparison: its description, the tables and the chart.
+    table = (baselines_run["folder"] / "comparison.md").read_text()
+    assert table in transformer.data.tags["mlflow.note.content"]
+    logged = {a.path for a in client.list_artifacts(tracked_run["run_id"], "comparison")}
+    assert logged == {"comparison/comparison.md", "comparison/paired_by_state.md", "comparison/comparison.png"}
+    # The saved view shows exactly this comparison's five runs, charted on the metrics that compare them.
+    tag = client.get_experiment("1").tags[f"mlflow.sharedViewState.{COMPARISON_VIEW}"]
+    view = json.loads(tag)
+    state = json.loads(zlib.decompress(base64.b64decode(view["state"].removeprefix("deflate;"))))
+    assert view["name"] == "transformer vs baselines"
+    assert [c["metricKey"] for c in state["compareRunCharts"]] == list(COMPARISON_METRICS)
+    shown = client.search_runs(["1"], state["searchFilter"])
+    assert {r.info.run_id for r in shown} == {tracked_run["run_id"], *baselines_run["table"]["run_id"]}
+    assert f"viewStateShareKey={COMPARISON_VIEW}&" in dashboard_url(tracked_run["uri"], "cricket_attn", comparison=True)
+
+
 def test_gradient_boosting_iterations_are_chosen_on_validation(baselines_run, tracked_run):
     run_id = baselines_run["table"].set_index("model").loc["hist_gradient_boosting", "run_id"]
     params = MlflowClient(tracked_run["uri"]).get_run(run_id).data.params

@@ -16,9 +16,9 @@ from mlflow.tracking import MlflowClient
 
 from cricket_attn.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.tracking import TrackingError, check_tracking_uri
+from cricket_attn.tracking import TrackingError, check_tracking_uri, start_run, system_metrics
 from cricket_attn.train import train
-from tests.conftest import tiny_train_config
+from tests.conftest import FIXTURES, tiny_train_config
 
 
 def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
@@ -40,6 +40,52 @@ def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
     assert {"config.yaml", "evaluation"} <= artifacts
     report = {a.path for a in client.list_artifacts(run.info.run_id, "evaluation")}
     assert {"evaluation/reliability_test.png", "evaluation/phases_test.png", "evaluation/scored_test.parquet"} <= report
+
+
+def test_the_experiment_opens_on_training_runs_with_artifacts_beside_the_store(tracked_run):
+    experiment = MlflowClient(tracked_run["uri"]).get_experiment("1")
+    # MLflow's UI opens a model-training experiment on its runs, not on the GenAI overview.
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    store = tracked_run["folder"] / "mlartifacts"  # beside mlflow.db, not in the current folder
+    assert experiment.artifact_location == store.as_uri()
+    assert (store / tracked_run["run_id"] / "artifacts" / "config.yaml").is_file()
+
+
+def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_run, phases):
+    import json
+    import re
+
+    from cricket_attn.deliveries import load_tables
+    from cricket_attn.splits import SeasonSplit
+
+    run = MlflowClient(tracked_run["uri"]).get_run(tracked_run["run_id"])
+    # Composed outside a Hydra command line, the run has no overrides: the default, and when it started.
+    assert re.fullmatch(r"transformer default \d\d-\d\d \d\d:\d\d", run.info.run_name)
+    assert run.data.tags["comparison"] == run.info.run_name
+    tables = load_tables([FIXTURES], phases, tracked_run["folder"] / "data")
+    parts = SeasonSplit.from_config(tracked_run["cfg"].data.split).split(tables.deliveries)
+    seen = {}
+    for item in run.inputs.dataset_inputs:
+        context = {t.key: t.value for t in item.tags}["mlflow.data.context"]
+        seen[context] = (item.dataset.name, item.dataset.digest, json.loads(item.dataset.profile)["num_rows"])
+    assert seen == {"train": ("cricsheet 2008-2023", tables.key, len(parts["train"])),
+                    "validation": ("cricsheet 2024", tables.key, len(parts["validation"])),
+                    "test": ("cricsheet 2025-2026", tables.key, len(parts["test"]))}
+    assert run.data.tags["mlflow.source.name"] == Path(sys.argv[0]).name and run.data.tags["command"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
+    if head.returncode == 0:  # a git checkout: the run names the code's commit
+        assert run.data.tags["mlflow.source.git.commit"] == head.stdout.strip()
+
+
+def test_system_metrics_are_sampled_while_the_work_runs(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_id = start_run(uri, "probe", "probe", {})
+    with system_metrics(uri, run_id, interval=0.5):
+        sum(i * i for i in range(3_000_000))  # work for the monitor to see
+        time.sleep(1.5)
+    metrics = MlflowClient(uri).get_run(run_id).data.metrics
+    assert 0 <= metrics["system/cpu_utilization_percentage"] <= 100
+    assert metrics["system/system_memory_usage_megabytes"] > 0
 
 
 def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
@@ -170,8 +216,10 @@ def test_sweep_jobs_get_their_own_folders_and_tags(tmp_path):
     runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
     assert sorted(r.data.tags["sweep_job"] for r in runs) == ["0", "1"]
     assert sorted(r.data.params["model.d_model"] for r in runs) == ["16", "8"]
-    assert {r.info.run_name for r in runs} == {"data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8",
-                                              "data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16"}
+    # Each named by its family and the settings given on the command line, then when it started.
+    assert {r.info.run_name.rsplit(" ", 2)[0] for r in runs} == {
+        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8",
+        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16"}
 
 
 def test_optuna_search_minimises_the_validation_loss_not_the_test(tmp_path):

@@ -117,3 +117,49 @@ def test_gpu_and_ddp_trainers_compose(tmp_path):
     assert (gpu.accelerator, gpu.precision, gpu.devices) == ("gpu", "bf16-mixed", 1)
     ddp = tiny_train_config(tmp_path, "trainer=ddp").trainer
     assert (ddp.strategy, ddp.use_distributed_sampler, ddp.precision) == ("ddp", False, "bf16-mixed")
+
+
+def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
+    import logging
+
+    from mlflow import MlflowClient
+
+    caplog.set_level(logging.INFO, logger="cricket_attn")
+    results = train(tiny_train_config(tmp_path, "ensemble=2", "progress=lines"))
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
+    epochs = results["selection/epochs"]
+    expected = ["data: reading the deliveries, fitting the encoder and the teacher on seasons up to 2023",
+                "teacher: 3 folds of gradient-boosted trees on 2,636 deliveries of seasons 2008-2023",
+                "teacher fold 1/3: ", "teacher fold 3/3: ",
+                "selection: training on 2008-2023, choosing the epoch count on 2024 (early stopping)",
+                "selection epoch 1/2, train loss ", "selection epoch 2/2, train loss ",
+                "selection: done in ", "calibration: temperature ",
+                f"refit 1/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 0",
+                f"refit 1/2 epoch {epochs}/{epochs}, ", "refit 1/2: done in ",
+                f"refit 2/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 1",
+                "teacher: read from the cache, ", f"refit 2/2 epoch {epochs}/{epochs}, ",
+                "test report: scoring 1,200 deliveries of seasons 2025-2026", "test report: done in "]
+    at = 0
+    for start in expected:  # in this order, each line once at least
+        found = next((i for i in range(at, len(lines)) if lines[i].startswith(start)), None)
+        assert found is not None, f"no line starting {start!r} after {lines[at - 1] if at else 'the start'!r}"
+        at = found + 1
+    # The numbers in the lines are the logged ones.
+    history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(results["mlflow_run_id"], "val/loss")
+    first = next(line for line in lines if line.startswith("selection epoch 1/2"))
+    assert f"val loss {sorted(history, key=lambda m: m.step)[0].value:.4f} (best so far)" in first
+    done = next(line for line in lines if line.startswith("test report: done"))
+    assert f"log loss {results['test/log_loss']:.4f}, ECE {results['test/ece']:.4f}" in done
+
+
+def test_on_a_terminal_each_epoch_gets_a_bar_named_after_its_stage(tmp_path, capsys):
+    train(tiny_train_config(tmp_path, "refit=false", "calibrate=false", "trainer.max_epochs=2", "progress=bar",
+                            "~logger", "data.teacher=null"))
+    shown = capsys.readouterr()
+    assert "selection epoch 1/2" in shown.out + shown.err and "selection epoch 2/2" in shown.out + shown.err
+
+
+def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
+    with pytest.raises(ConfigError, match="progress='loud': choose one of auto, bar, lines, none"):
+        train(tiny_train_config(tmp_path, "progress=loud"))
+    assert not (tmp_path / "run").exists()
