@@ -293,6 +293,7 @@ def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="baselines")
 def main(cfg: DictConfig) -> None:
+    tracking.artifact_bars(progress.resolve() == "bar")
     run_baselines(cfg)
 
 

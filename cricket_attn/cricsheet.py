@@ -6,6 +6,7 @@ here, so a malformed file fails with a message naming the file, the match and th
 
 from __future__ import annotations
 
+import gzip
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -27,6 +28,9 @@ _RUNS_OUTCOME = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 3, 6: 5, 7: 3}
 
 # Cricsheet's extras keys in the order `extras_type` lists them.
 EXTRAS_KEYS = ("wides", "noballs", "byes", "legbyes", "penalty")
+# The most extras one delivery can plausibly carry (a wide or no-ball run to the boundary, five penalty
+# runs, overthrows): the IPL archive's most is 7. More is a corrupt file, not cricket.
+MAX_EXTRAS = 15
 
 # Per-delivery columns produced by `parse_match`, in tuple order.
 DELIVERY_FIELDS = (
@@ -66,14 +70,25 @@ def season_year(season: object, start: date) -> int:
     raise TypeError(f"expected a year like 2013 or 2020/21, got {season!r}")
 
 
-def parse_match(file: MatchFile) -> ParsedMatch | None:
-    """Parse one match file. Returns None for JSON that is not a match (no `meta` and no `info`)."""
+def parse_match(file: MatchFile) -> ParsedMatch:
+    """Parse one match file; a file that is not a readable Cricsheet match is a MatchFileError."""
+    raw = file.raw
+    if file.compressed:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as err:
+            raise MatchFileError(file.name, file.match_id, "(file)", f"not a readable gzip file: {err}") from None
     try:
-        doc = orjson.loads(file.raw)
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:  # Cricsheet's files are UTF-8; say so rather than "line 1 column 1"
+            raise MatchFileError(file.name, file.match_id, "(file)", f"not UTF-8 text (byte {bad.start})") from None
         raise MatchFileError(file.name, file.match_id, "(file)", f"invalid JSON: {err}") from None
     if not isinstance(doc, dict) or ("meta" not in doc and "info" not in doc):
-        return None
+        found = f"an object with keys {', '.join(map(str, list(doc)[:5]))}" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        raise MatchFileError(file.name, file.match_id, "(file)", f"not a Cricsheet match (no meta or info): {found}")
     return _Parser(file).parse(doc)
 
 
@@ -185,14 +200,25 @@ class _Parser:
                 batter_runs = self.get(runs, "batter", int, f"{at}.runs")
                 extra_runs = self.get(runs, "extras", int, f"{at}.runs")
                 total_runs = self.get(runs, "total", int, f"{at}.runs")
-                if total_runs != batter_runs + extra_runs or batter_runs < 0 or extra_runs < 0:
+                for name, value in (("batter", batter_runs), ("extras", extra_runs)):
+                    if value < 0:
+                        raise self.error(f"{at}.runs.{name}", f"negative: {value}")
+                if extra_runs > MAX_EXTRAS:
+                    raise self.error(f"{at}.runs.extras", f"{extra_runs} extras off one ball is not possible")
+                if total_runs != batter_runs + extra_runs:
                     raise self.error(f"{at}.runs", f"batter {batter_runs} + extras {extra_runs} != total {total_runs}")
                 extras = self.get(d, "extras", dict, at, default={})
                 extra_by_kind = [0] * len(EXTRAS_KEYS)
-                for key, value in extras.items():
+                for key in extras:
                     if key not in EXTRAS_KEYS:
                         raise self.error(f"{at}.extras.{key}", "unknown kind of extra")
-                    extra_by_kind[EXTRAS_KEYS.index(key)] = self.get(extras, key, int, f"{at}.extras")
+                    value = self.get(extras, key, int, f"{at}.extras")
+                    if not 0 <= value <= MAX_EXTRAS:
+                        raise self.error(f"{at}.extras.{key}", f"{value} is not a number of runs one ball can give")
+                    extra_by_kind[EXTRAS_KEYS.index(key)] = value
+                if sum(extra_by_kind) != extra_runs:
+                    kinds = " + ".join(f"{k} {v}" for k, v in zip(EXTRAS_KEYS, extra_by_kind) if k in extras) or "none"
+                    raise self.error(f"{at}.extras", f"{kinds} != runs.extras {extra_runs}")
                 batter = self.get(d, "batter", str, at)
                 bowler = self.get(d, "bowler", str, at)
                 non_striker = self.get(d, "non_striker", str, at)

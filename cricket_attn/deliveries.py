@@ -129,19 +129,20 @@ def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
     """Parse every match file; bad files are skipped (and listed), never fatal to the good ones."""
     parsed: list[ParsedMatch] = []
     skipped: list[Skipped] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, bytes]] = {}  # match id: the file kept, and its content's digest
     for file in progress.track(files, "reading match files", unit="file"):
         try:
             match = parse_match(file)
         except MatchFileError as err:
             skipped.append(Skipped(file.name, file.match_id, str(err)))
             continue
-        if match is None:
+        if file.match_id in seen:  # the first copy read is kept
+            kept, digest = seen[file.match_id]
+            same = "the same content" if digest == hashlib.sha256(file.raw).digest() else "different content"
+            skipped.append(Skipped(file.name, file.match_id, f"{file.name}: match {file.match_id}: duplicate match id, "
+                                   f"{same} as {kept}, which was kept"))
             continue
-        if file.match_id in seen:
-            skipped.append(Skipped(file.name, file.match_id, f"{file.name}: match {file.match_id}: duplicate match id"))
-            continue
-        seen.add(file.match_id)
+        seen[file.match_id] = (file.name, hashlib.sha256(file.raw).digest())
         parsed.append(match)
     parsed.sort(key=lambda m: (m.info["date"], m.info["match_id"]))
     return Ingested(_deliveries_table(parsed, phases), _matches_table(parsed), skipped)

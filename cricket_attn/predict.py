@@ -9,6 +9,7 @@ before it was bowled; plus, for an innings still in progress, one row for the ne
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -122,14 +123,25 @@ def with_next_balls(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     return both
 
 
-def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
-    """The output table: every delivery and every next ball, scored."""
-    scored = trained.score(with_next_balls(tables, phases), desc="scoring")
+def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules,
+                   strict: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """The output table (every delivery and every next ball, scored), and the matches left out because
+    an innings is longer than the model takes (with `strict`, such a match is an error)."""
+    frame = with_next_balls(tables, phases)
+    too_long = trained.too_long(frame)
+    left_out = [f"match {m}: an innings of {n} deliveries is longer than the model takes ({trained.max_len}; it "
+                f"was trained on T20 innings); not scored" for m, n in too_long.items()]
+    if strict and left_out:
+        raise ValueError(f"--strict: {left_out[0]}")
+    frame = frame[~frame["match_id"].astype(str).isin(too_long)]
+    if frame.empty:
+        raise ValueError(f"nothing to score: every match is too long for the model ({left_out[0]})")
+    scored = trained.score(frame, desc="scoring")
     out = scored[list(OUTPUT_COLUMNS)].copy()
     out["outcome"] = out["outcome"].astype(object).where(out["outcome"].notna(), None)
     for col in ("batter", "bowler"):
         out[col] = out[col].astype(str)
-    return out
+    return out, left_out
 
 
 @dataclass
@@ -150,7 +162,7 @@ class Summary:
                  f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
                  _names("batters unknown to the model", self.unknown_batters),
                  _names("bowlers unknown to the model", self.unknown_bowlers),
-                 f"files skipped:      {len(self.skipped)}"]
+                 f"skipped:            {len(self.skipped)}"]
         lines += [f"  {reason}" for reason in self.skipped]
         lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
         return "\n".join(lines)
@@ -185,13 +197,23 @@ def run(args: argparse.Namespace) -> Summary:
     start = time.perf_counter()
     if args.out.suffix not in (".parquet", ".csv"):
         raise ValueError(f"--out {args.out}: the file name must end in .parquet or .csv")
+    if args.out.is_dir():
+        raise ValueError(f"--out {args.out}: is a folder; give a file name ending in .parquet or .csv")
+    folder = next(p for p in args.out.resolve().parents if p.exists())  # missing folders are made
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ValueError(f"--out {args.out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
     phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
     summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
-    out = predict_tables(trained, tables, phases)
+    if tables.deliveries.empty:
+        found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
+            f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
+        raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
+    out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
+    summary.skipped += left_out
     write_table(out, args.out)
     # A player is known as a batter or as a bowler: a bowler's embedding says nothing of his batting.
     regular = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)]

@@ -30,6 +30,21 @@ class TrainedModel:
     encoder: SequenceEncoder
     source: str
 
+    @property
+    def max_len(self) -> int:
+        """The longest sequence (an innings, or a match with unit=match) the model takes."""
+        first = self.model.members[0] if isinstance(self.model, Ensemble) else self.model
+        return first.cfg.max_len
+
+    def too_long(self, deliveries: pd.DataFrame) -> dict[str, int]:
+        """The matches with a sequence longer than the model takes (a Test innings, a long ODI), each
+        with its longest sequence's number of deliveries; super overs are not modelled."""
+        regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+        keys = ["match_id"] if self.encoder.unit == "match" else ["match_id", "innings"]
+        lengths = regular.groupby(keys, observed=True).size()
+        longest = lengths[lengths > self.max_len].groupby(level="match_id", observed=True).max()
+        return {str(m): int(n) for m, n in longest.items()}
+
     def score(self, deliveries: pd.DataFrame, desc: str | None = None) -> pd.DataFrame:
         """`score_deliveries` with this model; `desc` names a progress bar (on a terminal)."""
         return score_deliveries(self.model, self.encoder, deliveries, desc=desc)

@@ -27,11 +27,26 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class MatchFile:
-    """One match file's raw bytes and where it came from (`name` is what error messages show)."""
+    """One match file's raw bytes and where it came from (`name` is what error messages show). A
+    gzip-compressed file (`.json.gz`, as some Cricsheet mirrors serve) keeps its compressed bytes:
+    the parser unpacks it, so a broken one is skipped like any other bad file."""
 
     name: str
     match_id: str
     raw: bytes
+
+    @property
+    def compressed(self) -> bool:
+        return self.name.lower().endswith(".gz")
+
+
+MATCH_SUFFIXES = (".json", ".json.gz")  # any case: 1234.JSON is a match file too
+
+
+def match_id_of(name: str) -> str:
+    """`1082591` from `1082591.json`, `1082591.JSON` or `1082591.json.gz`."""
+    base = name.rsplit("/", 1)[-1]
+    return base[: -len(next(s for s in MATCH_SUFFIXES[::-1] if base.lower().endswith(s)))]
 
 
 def sha256_of(path: Path) -> str:
@@ -77,7 +92,7 @@ def default_archive(data_dir: Path) -> Path:
 def _is_match_name(name: str) -> bool:
     # Cricsheet archives also hold README.txt; macOS zips add __MACOSX/ resource forks.
     base = name.rsplit("/", 1)[-1]
-    return name.endswith(".json") and not base.startswith(".") and "__MACOSX" not in name
+    return base.lower().endswith(MATCH_SUFFIXES) and not base.startswith(".") and "__MACOSX" not in name
 
 
 def source_kind(path: Path) -> str:
@@ -86,11 +101,32 @@ def source_kind(path: Path) -> str:
         return "folder"
     if path.is_file() and zipfile.is_zipfile(path):
         return "zip"
-    if path.is_file() and path.suffix == ".json":
+    if path.is_file() and path.name.lower().endswith(MATCH_SUFFIXES):
         return "json"
     if not path.exists():
         raise SourceError(f"{path}: no such file or folder")
-    raise SourceError(f"{path}: not a Cricsheet zip, a folder or a .json match file")
+    raise SourceError(f"{path}: not a Cricsheet zip, a folder or a .json (or .json.gz) match file")
+
+
+def what_is_in(sources: Iterable[str | Path]) -> str:
+    """What the sources hold, for a message when no match came out of them: `3 files (2 .txt, 1 .csv)`."""
+    names: list[str] = []
+    for source in map(Path, sources):
+        if source.is_dir():
+            names += [p.name for p in source.rglob("*") if p.is_file()]
+        elif source.is_file() and zipfile.is_zipfile(source):
+            with zipfile.ZipFile(source) as archive:
+                names += [n for n in archive.namelist() if not n.endswith("/")]
+        elif source.is_file():
+            names.append(source.name)
+    if not names:
+        return "no files at all"
+    kinds: dict[str, int] = {}
+    for name in names:
+        kind = "".join(Path(name).suffixes[-2:]).lower() if _is_match_name(name) else (Path(name).suffix or "no suffix")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    listed = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"{len(names)} file{'s' if len(names) > 1 else ''} ({listed})"
 
 
 def iter_match_files(sources: Iterable[str | Path]) -> Iterator[MatchFile]:
@@ -103,11 +139,11 @@ def iter_match_files(sources: Iterable[str | Path]) -> Iterator[MatchFile]:
                 if file.suffix == ".zip":
                     yield from _iter_zip(file)
                 elif _is_match_name(file.name):
-                    yield MatchFile(str(file), file.stem, file.read_bytes())
+                    yield MatchFile(str(file), match_id_of(file.name), file.read_bytes())
         elif kind == "zip":
             yield from _iter_zip(path)
         else:
-            yield MatchFile(str(path), path.stem, path.read_bytes())
+            yield MatchFile(str(path), match_id_of(path.name), path.read_bytes())
 
 
 def _iter_zip(path: Path) -> Iterator[MatchFile]:
@@ -115,5 +151,4 @@ def _iter_zip(path: Path) -> Iterator[MatchFile]:
         for member in archive.infolist():
             if member.is_dir() or not _is_match_name(member.filename):
                 continue
-            stem = Path(member.filename).stem
-            yield MatchFile(f"{path}:{member.filename}", stem, archive.read(member))
+            yield MatchFile(f"{path}:{member.filename}", match_id_of(member.filename), archive.read(member))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import sys
 import tempfile
 import warnings
@@ -49,6 +50,11 @@ UI_VIEW = "workflowType=machine_learning"
 
 class TrackingError(RuntimeError):
     """A tracking store that cannot be used; the message names the URI."""
+
+
+def artifact_bars(shown: bool) -> None:
+    """MLflow's own progress bars over artifact transfers: on a terminal only, not in a log."""
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "true" if shown else "false"
 
 
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
@@ -205,11 +211,7 @@ def log_config(uri: str, run_id: str, cfg: DictConfig) -> None:
     """The resolved config as an artifact and as flattened params. Params are logged only if the run
     has none yet, so a resumed run (whose output folder, say, differs) never fails on changed values."""
     client = MlflowClient(uri)
-    resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "config.yaml"
-        path.write_text(resolved)
-        client.log_artifact(run_id, str(path))
+    client.log_text(run_id, OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
     if not client.get_run(run_id).data.params:
         log_params(uri, run_id, flatten(cfg))
 

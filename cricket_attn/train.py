@@ -29,10 +29,14 @@ from cricket_attn import progress, tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, progress_callbacks, save_final
-from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
+from cricket_attn.config import project_path
+from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries
-from cricket_attn.splits import season_range
+from cricket_attn.sequences import QUANTILE_STEPS
+from cricket_attn.sources import SourceError
+from cricket_attn.splits import SeasonSplit, season_range
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -77,12 +81,13 @@ class Run:
     def logger(self, prefix: str = ""):
         if not self.tracked:
             return False
-        return hydra.utils.instantiate(self.cfg.logger, run_id=self.run_id, prefix=prefix)
+        # The store the run was opened in, whatever the config says now (a resume need not repeat it).
+        return hydra.utils.instantiate(self.cfg.logger, run_id=self.run_id, prefix=prefix, tracking_uri=self.uri)
 
 
 def open_run(cfg: DictConfig) -> Run:
-    """The run's folder and MLflow run: new, or the earlier one named by `resume`. The tracking
-    store is checked before anything else happens, so a bad URI fails in seconds."""
+    """The run's folder and MLflow run: new, or the earlier one named by `resume` (whose tracking
+    store is checked first, so a bad URI fails in seconds)."""
     if cfg.resume:
         folder = Path(cfg.resume).resolve()
         state = tracking.read_run_file(folder)
@@ -96,8 +101,7 @@ def open_run(cfg: DictConfig) -> Run:
     folder = Path(cfg.paths.output_dir)
     run = Run(cfg, folder)
     if cfg.get("logger"):
-        uri = cfg.logger.tracking_uri
-        tracking.check_tracking_uri(uri)
+        uri = cfg.logger.tracking_uri  # checked by `preflight`
         tags, overrides = {"model_family": "transformer", "output_dir": str(folder)}, ""
         if HydraConfig.initialized():
             hc = HydraConfig.get()
@@ -147,11 +151,12 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                  " and the teacher" if cfg.data.get("teacher") else "", fit_seasons)
         dm.prepare_data()
         dm.setup("fit")
+        parts = dm.split.split(dm.tables.deliveries)
         if run.tracked and not resuming:
-            parts = dm.split.split(dm.tables.deliveries)
             tracking.log_datasets(run.uri, run.run_id, parts, ", ".join(dm.tables.sources), dm.tables.key)
         log.info("selection: training on %s, choosing the epoch count on %s (early stopping)",
-                 season_range(dm.split.split(dm.tables.deliveries)["train"]), val_seasons)
+                 season_range(parts["train"]), val_seasons)
+        clock = progress.Stopwatch()
         module = fit_stage(cfg, dm, callbacks, run.logger(), "selection",
                            ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
         best_path = ckpt.best_model_path
@@ -235,7 +240,8 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
     `cricket-attn-evaluate` does); log the report, the checkpoint and the model."""
     test = dm.split.split(dm.tables.deliveries)["test"]
     clock = progress.Stopwatch()
-    log.info("test report: scoring %s deliveries of seasons %s with the final model", f"{len(test):,}", season_range(test))
+    log.info("test report: scoring %s deliveries of seasons %s with the final model (super overs are not modelled)",
+             f"{int((~test['is_super_over'].astype(bool)).sum()):,}", season_range(test))
     scored = score_deliveries(model, dm.encoder, test, dm.eval_batch_size, desc="scoring the test seasons")
     if not run.tracked:
         results.update({f"test/{k}": v for k, v in score(scored).items()})
@@ -259,16 +265,47 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
             log_model(run.run_id, results["checkpoint"], example, example_scored, cfg.mlflow.registered_model_name)
 
 
-def train(cfg: DictConfig) -> dict:
-    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+def preflight(cfg: DictConfig) -> None:
+    """Every setting that can be checked before any work: a mistake costs seconds, names the setting
+    and leaves no MLflow run behind. The data is read (from its cache) to check each split has deliveries."""
+    if cfg.get("logger"):
+        tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
     try:
-        progress.resolve(cfg.progress)  # an unknown mode fails before any work
+        progress.resolve(cfg.progress)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     if cfg.ensemble < 1:
         raise ConfigError(f"ensemble={cfg.ensemble}: the number of refitted models must be at least 1")
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
+    # The model's own checks, with stand-ins for the sizes the data gives it.
+    stand_in = {"n_numeric": 1, "n_batters": 1, "n_bowlers": 1, "n_venues": 1, "n_seasons": 1,
+                "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)]}
+    ModelConfig.from_dict({**stand_in, **OmegaConf.to_container(cfg.model, resolve=True)})
+    teacher = cfg.data.get("teacher")
+    if teacher and not 0 <= float(teacher.weight) <= 1:
+        raise ConfigError(f"data.teacher.weight={teacher.weight} must lie between 0 and 1")
+    try:  # their messages start with the setting's name within data: `split: ...`, `phases: ...`
+        split = SeasonSplit.from_config(OmegaConf.to_container(cfg.data.split, resolve=True))
+        phases = PhaseRules.from_config(OmegaConf.to_container(cfg.data.phases, resolve=True))
+    except ValueError as err:
+        raise ConfigError(f"data.{err}") from None
+    try:
+        tables = load_tables(list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir))
+    except SourceError as err:
+        raise ConfigError(f"data.sources: {err}") from None
+    parts = split.split(tables.deliveries)
+    for name, key in (("train", "train_until"), ("validation", "validation"), ("test", "test")):
+        if parts[name].empty:
+            have = season_range(tables.deliveries)
+            raise ConfigError(f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
+                              f"{name} seasons (the data has seasons {have})")
+
+
+def train(cfg: DictConfig) -> dict:
+    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+    if not cfg.resume:
+        preflight(cfg)
     run = open_run(cfg)
     if not run.tracked:
         return run_protocol(cfg, run)
@@ -285,12 +322,42 @@ def train(cfg: DictConfig) -> dict:
     return results
 
 
+# What a resumed run may not change: they fix the model's shape, the data and its split, and what the
+# protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may.
+FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.")
+
+
+def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The config of the run in `cfg.resume` (its `.hydra/config.yaml`) with `overrides`, the settings
+    given on this command line, applied; one that cannot change mid-run is a ConfigError naming it."""
+    folder = Path(cfg.resume).resolve()
+    saved = folder / ".hydra" / "config.yaml"
+    if not saved.is_file():
+        raise ConfigError(f"resume={cfg.resume}: no .hydra/config.yaml there; give the output folder of an earlier "
+                          "cricket-attn-train run")
+    run_cfg = OmegaConf.load(saved)
+    given = [o for o in overrides if not o.lstrip("+~").startswith(("resume=", "hydra."))]
+    for override in given:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if key.startswith(FIXED_ON_RESUME) or key in (k.rstrip(".") for k in FIXED_ON_RESUME):
+            raise ConfigError(f"resume: {key} cannot change in a resumed run (it fixes the model, the data, the "
+                              f"split or what was chosen from them); the run has {key}="
+                              f"{OmegaConf.select(run_cfg, key, default='(not set)')}")
+    merged = OmegaConf.merge(run_cfg, OmegaConf.from_dotlist(given))
+    with open_dict(merged):
+        merged.resume = str(folder)
+    return merged
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
     """Returns the selection stage's validation log loss, after the temperature the final model gets
     (`calibrate=true`), else its best: what a sweeper (Optuna) minimises. Never the test's, so a
     search cannot choose its settings on the test seasons."""
     try:
+        tracking.artifact_bars(cfg.progress == "bar" or (cfg.progress == "auto" and progress.resolve() == "bar"))
+        if cfg.resume:  # the run's own config, with what this command line changes
+            cfg = resume_config(cfg, list(HydraConfig.get().overrides.task))
         results = train(cfg)
     except (ConfigError, tracking.TrackingError, FileNotFoundError) as err:  # one line, not a traceback
         print(f"cricket-attn-train: {err}", file=sys.stderr)

@@ -25,3 +25,18 @@ def test_failure_keeps_the_old_file(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("crash mid-write")
     assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
+
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path):
+    import os
+
+    target = tmp_path / "scores.parquet"
+    stale = tmp_path / ".scores.parquet.k1ll3d.tmp"  # what a writer killed mid-write leaves
+    stale.write_text("half")
+    os.utime(stale, (1_000_000_000, 1_000_000_000))
+    other = tmp_path / ".other.parquet.x.tmp"  # another output's: not ours to remove
+    other.write_text("half")
+    os.utime(other, (1_000_000_000, 1_000_000_000))
+    with atomic_path(target) as tmp:
+        tmp.write_text("whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.parquet.x.tmp", "scores.parquet"]

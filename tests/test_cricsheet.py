@@ -176,7 +176,23 @@ BAD = {
     "batter type": (lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),
                     "innings[1].overs[0].deliveries[0].batter", "expected str"),
     "team": (lambda doc: doc["innings"][0].update(team="Nobody XI"), "innings[0].team", "not one of info.teams"),
+    # Impossible numbers, each named for what is wrong with it.
+    "negative batter": (lambda doc: ball(doc, batter=-1, extras={}), "deliveries[1].runs.batter", "negative: -1"),
+    "huge extras": (lambda doc: ball(doc, batter=0, extras={"byes": 10**18}), "deliveries[1].runs.extras",
+                    "1000000000000000000 extras off one ball is not possible"),
+    "negative wides": (lambda doc: ball(doc, batter=0, extras={"wides": -1, "byes": 1}), "deliveries[1].extras.wides",
+                       "-1 is not a number of runs one ball can give"),
+    "extras disagree": (lambda doc: ball(doc, batter=0, extras={"wides": 2}, runs_extras=1), "deliveries[1].extras",
+                        "wides 2 != runs.extras 1"),
 }  # fmt: skip
+
+
+def ball(doc: dict, batter: int, extras: dict, runs_extras: int | None = None) -> None:
+    """Set the runs and extras of one delivery of 1082591 (innings 1, over 3, ball 2), total to match."""
+    d = doc["innings"][0]["overs"][2]["deliveries"][1]
+    extra = sum(extras.values()) if runs_extras is None else runs_extras
+    d["runs"] = {"batter": batter, "extras": extra, "total": batter + extra}
+    d["extras"] = extras
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -196,5 +212,26 @@ def test_truncated_json_names_the_file():
         parse_match(MatchFile("cut.json", "1082591", raw[: len(raw) // 2]))
 
 
-def test_json_that_is_not_a_match_is_ignored():
-    assert parse_match(MatchFile("package.json", "package", b'{"name": "x"}')) is None
+def test_json_that_is_not_a_match_is_a_bad_file_with_its_reason():
+    with pytest.raises(MatchFileError, match=r"package\.json: .* not a Cricsheet match \(no meta or info\): an object "
+                                             r"with keys name"):
+        parse_match(MatchFile("package.json", "package", b'{"name": "x"}'))
+    with pytest.raises(MatchFileError, match="not a Cricsheet match .*: a JSON list"):
+        parse_match(MatchFile("list.json", "list", b"[1, 2]"))
+
+
+def test_a_file_that_is_not_utf8_is_named_as_such():
+    latin1 = match_file("1082591").raw.decode().replace("DA Warner", "DA Wärner").encode("latin-1")
+    with pytest.raises(MatchFileError, match=r"^l1\.json: match 1082591: field \(file\): not UTF-8 text \(byte \d+\)$"):
+        parse_match(MatchFile("l1.json", "1082591", latin1))
+
+
+def test_gzipped_match_files_are_read_and_a_broken_one_is_named():
+    import gzip
+
+    raw = match_file("1082591").raw
+    plain = parse_match(MatchFile("1082591.json", "1082591", raw))
+    packed = parse_match(MatchFile("1082591.json.gz", "1082591", gzip.compress(raw)))
+    assert packed.deliveries == plain.deliveries and packed.info == plain.info
+    with pytest.raises(MatchFileError, match=r"^bad\.json\.gz: match bad: field \(file\): not a readable gzip file"):
+        parse_match(MatchFile("bad.json.gz", "bad", gzip.compress(raw)[:100]))

@@ -44,3 +44,20 @@ def test_bad_sources_and_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([str(FIXTURES), "--out", str(tmp_path / "x.csv")])
     assert exit_.value.code == 2
+
+
+@pytest.mark.parametrize("what, files, found", [
+    ("an empty folder", {}, "found no files at all; none is a Cricsheet match file"),
+    ("text files", {"a.txt": b"x", "b.txt": b"y"}, "found 2 files (2 .txt); none is a Cricsheet match file"),
+    ("JSON that is no match", {"x.json": b'{"foo": 1}', "y.json": b"[1]"},
+     "found 2 files (2 .json); all 2 match file(s) were skipped"),
+])  # fmt: skip
+def test_nothing_ingested_is_an_error_naming_what_was_there(tmp_path, capsys, what, files, found):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, raw in files.items():
+        (src / name).write_bytes(raw)
+    out = tmp_path / "d.parquet"
+    assert main([str(src), "--out", str(out), "--data-dir", str(tmp_path)]) == 1, what
+    err = capsys.readouterr().err
+    assert f"cricket-attn-ingest: no match ingested from {src}: {found}" in err and not out.exists()

@@ -152,7 +152,7 @@ def test_a_bad_file_is_skipped_and_strict_makes_it_fatal(checkpoint, tmp_path, c
     out = tmp_path / "scores.parquet"
     assert main(["--model", checkpoint, "--out", str(out), str(folder)]) == 0
     printed = capsys.readouterr().out
-    assert "files skipped:      1" in printed and "1527674" in printed and "runs" in printed
+    assert "skipped:            1" in printed and "1527674" in printed and "runs" in printed
     assert set(pd.read_parquet(out)["match_id"]) == {"1473438", "1473439"}
     out.write_text("previous results")
     assert main(["--model", checkpoint, "--out", str(out), "--strict", str(folder)]) == 2
@@ -184,3 +184,51 @@ def test_a_checkpoint_whose_encoder_lacks_a_field_names_it(checkpoint, tmp_path,
     assert main(["--model", str(old), "--out", str(tmp_path / "scores.parquet"), str(FIXTURES)]) == 2
     err = capsys.readouterr().err
     assert "old.ckpt" in err and "first_season" in err and len(err.strip().splitlines()) == 1
+
+
+def long_copy(folder, match_id: str = "1082591") -> tuple:
+    """A real match whose first innings is played twice over (as long as a day of a Test): longer than the
+    model's sequences."""
+    doc = json.loads((FIXTURES / f"{match_id}.json").read_text())
+    overs = doc["innings"][0]["overs"]
+    doc["innings"][0]["overs"] = overs + [{**o, "over": o["over"] + len(overs)} for o in overs]
+    path = folder / f"{match_id}.json"
+    path.write_text(json.dumps(doc))
+    return path, sum(len(o["deliveries"]) for o in doc["innings"][0]["overs"])
+
+
+def test_a_match_longer_than_the_model_is_left_out_by_name_and_the_rest_scored(checkpoint, tmp_path, capsys):
+    long, balls = long_copy(tmp_path)
+    out = tmp_path / "scores.csv"
+    assert main(["--model", checkpoint, "--out", str(out), str(long), str(FIXTURES / "1359475.json")]) == 0
+    printed = capsys.readouterr().out
+    assert f"match 1082591: an innings of {balls} deliveries is longer than the model takes (160" in printed
+    assert set(pd.read_csv(out, dtype={"match_id": str})["match_id"]) == {"1359475"}
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "s.csv"), "--strict", str(long),
+                 str(FIXTURES / "1359475.json")]) == 2
+    assert "--strict: match 1082591: an innings of" in capsys.readouterr().err and not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize("what", ["an empty folder", "only bad files", "a match without deliveries"])
+def test_nothing_to_score_is_one_line(checkpoint, tmp_path, capsys, what):
+    src = tmp_path / "src"
+    src.mkdir()
+    if what == "only bad files":
+        (src / "1.json").write_text('{"meta": {"data_version": "1.1.0"}}')
+    elif what == "a match without deliveries":
+        doc = json.loads((FIXTURES / "1178424.json").read_text())
+        doc["innings"] = []
+        (src / "1178424.json").write_text(json.dumps(doc))
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "s.csv"), str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"cricket-attn-predict: nothing to score in {src}: ")
+
+
+def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, capsys):
+    (tmp_path / "folder.csv").mkdir()
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "folder.csv"), str(FIXTURES / "1359475.json")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "notes.txt" / "s.csv"),
+                 str(FIXTURES / "1359475.json")]) == 2
+    assert f"cannot write in {tmp_path / 'notes.txt'} (not a folder)" in capsys.readouterr().err

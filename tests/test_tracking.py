@@ -234,3 +234,32 @@ def test_optuna_search_minimises_the_validation_loss_not_the_test(tmp_path):
     val = {r.data.metrics["calibration/val_log_loss_after"] for r in runs}  # the final model's temperature
     assert best["best_value"] == pytest.approx(min(val), abs=1e-6)
     assert best["best_value"] != pytest.approx(min(r.data.metrics["test/log_loss"] for r in runs), abs=1e-6)
+
+
+def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_path):
+    """The README's form: `cricket-attn-train resume=<folder>`, after a run started with overrides and a store
+    of its own; only what may change mid-run can be given again."""
+    exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
+    store = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    started = [f"data.sources=[{FIXTURES}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5", "data.teacher=null",
+               "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "optim.warmup_steps=2", "refit=false",
+               "trainer.max_epochs=1", "mlflow.log_model=false", f"paths.mlflow_uri={store}",
+               f"hydra.run.dir={tmp_path / 'run'}"]
+    first = subprocess.run([exe, *started], cwd=tmp_path, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = subprocess.run([exe, f"resume={tmp_path / 'run'}", "trainer.max_epochs=2", f"hydra.run.dir={tmp_path / 'r2'}"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-2000:]
+    client = MlflowClient(store)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")]
+    assert len(steps) == 2 and steps == sorted(steps)  # epoch 2 added after epoch 1, in the same run
+    assert runs[0].data.params["model.d_model"] == "8"
+    refused = subprocess.run([exe, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
+                             cwd=tmp_path, capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "cricket-attn-train: resume: model.d_model cannot change in a resumed run (it fixes the model, the data, the "
+        "split or what was chosen from them); the run has model.d_model=8")
+    assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"  # untouched

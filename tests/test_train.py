@@ -163,3 +163,25 @@ def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="progress='loud': choose one of auto, bar, lines, none"):
         train(tiny_train_config(tmp_path, "progress=loud"))
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["model.n_heads=3"], "model.d_model=8 is not divisible by model.n_heads=3"),
+    (["data.split.test=[2030]"], "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons "
+                                 "2008-2026)"),
+    (["data.split.train_until=2019", "data.split.validation=[2021]"],
+     "data.split.validation=[2021]: no deliveries in the validation seasons"),
+    (["data.split.validation=[2025]"], "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
+    (["data.teacher.weight=1.5"], "data.teacher.weight=1.5 must lie between 0 and 1"),
+    (["data.sources=[/no/such/matches.json]"], "data.sources: /no/such/matches.json: no such file or folder"),
+])  # fmt: skip
+def test_config_errors_fail_before_any_work_and_leave_no_run(tmp_path, overrides, message):
+    import re
+
+    from mlflow import MlflowClient
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        train(tiny_train_config(tmp_path, *overrides))
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert not client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert not (tmp_path / "run").exists()
