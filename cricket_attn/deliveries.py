@@ -138,9 +138,9 @@ def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
             continue
         if file.match_id in seen:  # the first copy read is kept
             kept, digest = seen[file.match_id]
-            same = "the same content" if digest == hashlib.sha256(file.raw).digest() else "different content"
+            same = "the same content as" if digest == hashlib.sha256(file.raw).digest() else "content different from"
             skipped.append(Skipped(file.name, file.match_id, f"{file.name}: match {file.match_id}: duplicate match id, "
-                                   f"{same} as {kept}, which was kept"))
+                                   f"{same} {kept}, which was kept"))
             continue
         seen[file.match_id] = (file.name, hashlib.sha256(file.raw).digest())
         parsed.append(match)

@@ -294,6 +294,10 @@ def preflight(cfg: DictConfig) -> None:
         tables = load_tables(list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir))
     except SourceError as err:
         raise ConfigError(f"data.sources: {err}") from None
+    if tables.deliveries.empty:
+        found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
+            "no match file with deliveries"
+        raise ConfigError(f"data.sources: nothing to train on in {', '.join(tables.sources)}: {found}")
     parts = split.split(tables.deliveries)
     for name, key in (("train", "train_until"), ("validation", "validation"), ("test", "test")):
         if parts[name].empty:

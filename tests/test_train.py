@@ -185,3 +185,9 @@ def test_config_errors_fail_before_any_work_and_leave_no_run(tmp_path, overrides
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert not client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert not (tmp_path / "run").exists()
+
+
+def test_a_source_with_nothing_to_train_on_is_one_error_before_any_work(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=f"data.sources: nothing to train on in {tmp_path / 'empty'}: no match file"):
+        train(tiny_train_config(tmp_path, f"data.sources=[{tmp_path / 'empty'}]"))
