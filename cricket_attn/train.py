@@ -26,11 +26,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from cricket_attn import progress, tracking
-from cricket_attn.config import CONF_DIR
+from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, progress_callbacks, save_final
-from cricket_attn.config import project_path
 from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, progress_callbacks, save_final
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries
