@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain bars: these are terminal commands
 
 MODES = ("auto", "bar", "lines", "none")
 T = TypeVar("T")
