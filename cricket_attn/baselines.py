@@ -138,6 +138,10 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     tracking.check_tracking_uri(uri)
     reference = find_transformer_run(uri, experiment, cfg.baselines.against)
     ref_run = tracking.MlflowClient(uri).get_run(reference) if reference else None
+    comparison = None
+    if ref_run:  # the tag the runs of this comparison share; a run from before the tag existed gets it now
+        comparison = ref_run.data.tags.get("comparison") or ref_run.info.run_name
+        tracking.MlflowClient(uri).set_tag(reference, "comparison", comparison)
     log.info("paired against: %s", f"transformer run {ref_run.info.run_name} ({reference})" if ref_run
              else "no transformer run in this store (the table will have no paired column)")
     tables = load_tables(list(data.sources) if data.sources else None, phases, project_path(data.data_dir))
@@ -169,7 +173,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                  f" (its iteration count chosen on {season_range(val)} first)" if name == "hist_gradient_boosting" else "")
         tags = {"model_family": "baseline", "baseline": name}
         if ref_run:
-            tags.update(paired_against=reference, comparison=ref_run.data.tags.get("comparison", ref_run.info.run_name))
+            tags.update(paired_against=reference, comparison=comparison)
         note = (f"Paired against the transformer run [{ref_run.info.run_name}](#/experiments/"
                 f"{ref_run.info.experiment_id}/runs/{reference}) on the same test deliveries." if ref_run else None)
         run_id = tracking.start_run(uri, experiment, tracking.run_name(name, overrides, when), tags, description=note)
@@ -223,7 +227,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         print(f"written: {out / 'paired_by_state.md'} (where each baseline and the transformer part company)")
     if ref_run:
         log_comparison(uri, reference, table, pd.DataFrame(rows), out)
-        tracking.save_comparison_view(uri, experiment, ref_run.data.tags.get("comparison", ref_run.info.run_name))
+        tracking.save_comparison_view(uri, experiment, comparison)
     print(f"\nTest seasons {season_range(test)}, {len(test):,} deliveries; log loss in nats per ball:\n\n{table}")
     print(f"MLflow, after `make dashboard`: {tracking.dashboard_url(uri, experiment, comparison=bool(ref_run))}")
     return pd.DataFrame(rows)
