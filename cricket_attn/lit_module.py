@@ -61,7 +61,8 @@ class BallOutcomeModule(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         loss, _, n = self._loss(batch)
         self.log("train/loss", loss, on_step=False, on_epoch=True, batch_size=n)
-        self.log("loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False, batch_size=n)  # the bar's
+        if self.trainer.progress_bar_callback is not None:  # the running loss on the bar, only where there is one
+            self.log("loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False, batch_size=n)
         return loss
 
     def _eval_step(self, batch, split: str):

@@ -171,7 +171,7 @@ def save_comparison_view(uri: str, experiment: str, comparison: str) -> None:
     """A saved view of the experiment, `transformer vs baselines`: the runs of one comparison (the tag
     `comparison`), with bar charts and table columns of test log loss, ECE, the paired difference from
     the transformer and Brier score."""
-    section = "cricket-attn-comparison"
+    section = COMPARISON_VIEW
     charts = [{"uuid": f"{section}-{i}", "type": "BAR", "runsCountToCompare": 10, "metricSectionId": section,
                "deleted": False, "isGenerated": False, "displayName": key, "metricKey": key}
               for i, key in enumerate(COMPARISON_METRICS)]
