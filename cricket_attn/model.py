@@ -20,6 +20,8 @@ START_OF_INNINGS = N_OUTCOMES  # the "previous outcome" of an innings' first bal
 N_INNINGS_MARKERS = 3  # first innings, chase, super over
 SEASON_EFFECTS = ("none", "bias", "embedding")
 NUMERIC_EMBEDDINGS = ("mlp", "periodic", "bins")
+ABSOLUTE_POSITIONS = ("sinusoidal", "learned")
+RELATIVE_POSITIONS = ("none", "rope", "alibi")
 
 
 class ConfigError(ValueError):
@@ -47,6 +49,13 @@ class ModelConfig:
     positional_parts: tuple[str, ...] = POSITIONAL_PARTS
     positional_combine: str = "concat"  # "concat" then project to d_model, or "sum"
     positional_dim: int = 16  # width of each part when concatenated
+    absolute_position: str = "sinusoidal"  # the legal-ball index part: fixed "sinusoidal" or a "learned" table
+    # Inside attention: "rope" rotates queries and keys by the legal-ball index (Su et al. 2021), "alibi"
+    # subtracts a per-head slope times the distance in legal balls from the scores (Press et al. 2022).
+    relative_position: str = "none"
+    # Earlier balls (deliveries) each ball may attend to besides itself: null for all of the innings,
+    # 0 for none (each ball sees only itself: the control that isolates what attention adds), 6 for the last six.
+    context: int | None = None
     numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
     numeric_hidden: int | None = None  # mlp and bins: hidden width of the MLP into d_model (None: d_model)
     numeric_frequencies: int = 8  # periodic: learned frequencies per feature
@@ -69,8 +78,19 @@ class ModelConfig:
         if self.positional_combine not in ("concat", "sum"):
             raise ConfigError(f"model.positional_combine must be 'concat' or 'sum', got {self.positional_combine!r}")
         width = self.d_model if self.positional_combine == "sum" else self.positional_dim
-        if "absolute" in self.positional_parts and width % 2:
+        if self.absolute_position not in ABSOLUTE_POSITIONS:
+            raise ConfigError(f"model.absolute_position must be one of {list(ABSOLUTE_POSITIONS)}, "
+                              f"got {self.absolute_position!r}")
+        if "absolute" in self.positional_parts and self.absolute_position == "sinusoidal" and width % 2:
             raise ConfigError(f"the sinusoidal part needs an even width, got {width} (model.positional_dim)")
+        if self.relative_position not in RELATIVE_POSITIONS:
+            raise ConfigError(f"model.relative_position must be one of {list(RELATIVE_POSITIONS)}, "
+                              f"got {self.relative_position!r}")
+        if self.relative_position == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ConfigError(f"model.relative_position=rope needs an even head width, got "
+                              f"d_model / n_heads = {self.d_model // self.n_heads}")
+        if self.context is not None and self.context < 0:
+            raise ConfigError(f"model.context must be null (all earlier balls) or at least 0, got {self.context}")
         for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "n_seasons", "max_len"):
             if getattr(self, f) < 1:
                 raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
@@ -119,8 +139,8 @@ def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
 
 
 class CricketPositionalEncoding(nn.Module):
-    """Where a ball sits in the innings: legal-ball index (fixed sinusoidal), ball in the over, over,
-    phase, and how many balls the batter has faced and the bowler has bowled (all learned)."""
+    """Where a ball sits in the innings: legal-ball index (fixed sinusoidal, or learned), ball in the over,
+    over, phase, and how many balls the batter has faced and the bowler has bowled (all learned)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -130,8 +150,10 @@ class CricketPositionalEncoding(nn.Module):
         sizes = {"ball_in_over": cfg.max_ball_in_over + 1, "over": cfg.max_overs, "phase": 3,
                  "batter_balls": cfg.max_player_balls + 1, "bowler_balls": cfg.max_player_balls + 1}
         self.max_player_balls = cfg.max_player_balls
-        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], width) for p in self.parts if p != "absolute"})
-        if "absolute" in self.parts:
+        learned = [p for p in self.parts if p != "absolute" or cfg.absolute_position == "learned"]
+        sizes["absolute"] = cfg.max_balls
+        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], width) for p in learned})
+        if "absolute" in self.parts and "absolute" not in learned:
             self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, width), persistent=False)
         self.proj = nn.Linear(width * len(self.parts), cfg.d_model) if self.combine == "concat" and self.parts else None
 
@@ -141,7 +163,8 @@ class CricketPositionalEncoding(nn.Module):
         out = []
         for part in self.parts:
             if part == "absolute":
-                out.append(self.absolute[batch["legal_ball_index"]])
+                index = batch["legal_ball_index"]
+                out.append(self.embed[part](index) if part in self.embed else self.absolute[index])
             elif part in ("batter_balls", "bowler_balls"):
                 out.append(self.embed[part](batch[part].clamp(max=self.max_player_balls)))
             else:
@@ -210,11 +233,13 @@ class PiecewiseLinearEmbedding(nn.Module):
 
 
 class KVCache:
-    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference."""
+    """Keys and values of the balls seen so far, one pair per layer, and their legal-ball indexes, for
+    ball-by-ball inference."""
 
     def __init__(self, n_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * n_layers
         self.values: list[torch.Tensor | None] = [None] * n_layers
+        self.legal_balls: torch.Tensor | None = None  # (B, past)
 
     @property
     def length(self) -> int:
@@ -227,29 +252,90 @@ class KVCache:
         self.keys[layer], self.values[layer] = k, v
         return k, v
 
+    def extend(self, legal_balls: torch.Tensor) -> torch.Tensor:
+        """The legal-ball indexes of the cached balls and these new ones: (B, past + T)."""
+        if self.legal_balls is not None:
+            legal_balls = torch.cat([self.legal_balls, legal_balls], dim=1)
+        self.legal_balls = legal_balls
+        return legal_balls
+
+
+def rotate(x: torch.Tensor, legal_balls: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding: each pair of channels (i, i + hd/2) of a query or key turned by the
+    angle legal_ball * 10000^(-2i/hd), so a query-key product depends on their distance in legal balls."""
+    half = x.size(-1) // 2
+    freq = torch.pow(10000.0, -torch.arange(half, dtype=torch.float32, device=x.device) / half)
+    angle = legal_balls[:, None, :, None].float() * freq  # (B, 1, T, hd/2)
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's fixed per-head slopes, the geometric sequence 2^(-8/H), 2^(-16/H), ..., 2^(-8)."""
+    return torch.pow(2.0, -8.0 * torch.arange(1, n_heads + 1) / n_heads)
+
 
 class CausalSelfAttention(nn.Module):
+    """Each ball attends to itself and the earlier balls of its sequence (the last `context` of them
+    when set); positions enter as the input's encoding and, optionally, as RoPE or an ALiBi bias."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads = cfg.n_heads
+        self.context = cfg.context
+        self.relative = cfg.relative_position
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
         self.dropout = cfg.dropout
         self.resid_dropout = nn.Dropout(cfg.dropout)
+        if self.relative == "alibi":
+            self.register_buffer("slopes", alibi_slopes(cfg.n_heads)[:, None, None], persistent=False)  # (H, 1, 1)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> torch.Tensor:
+    def mask(self, q_balls: torch.Tensor, k_balls: torch.Tensor, past: int) -> torch.Tensor | None:
+        """What a query may see, None when plain causal attention says it all: a boolean (T, past + T) mask,
+        or with ALiBi a float (B, H, T, past + T) bias that is -inf where a query may not look."""
+        T, S = q_balls.size(1), k_balls.size(1)
+        if past == 0 and self.context is None and self.relative != "alibi":
+            return None
+        query = torch.arange(past, past + T, device=q_balls.device)[:, None]
+        key = torch.arange(S, device=q_balls.device)[None, :]
+        allowed = key <= query
+        if self.context is not None:
+            allowed = allowed & (key >= query - self.context)
+        if self.relative != "alibi":
+            return allowed
+        distance = (q_balls[:, :, None] - k_balls[:, None, :]).abs().float()  # (B, T, S) in legal balls
+        bias = -self.slopes * distance[:, None]  # (B, H, T, S)
+        return bias.masked_fill(~allowed, float("-inf"))
+
+    def forward(self, x: torch.Tensor, legal_balls: torch.Tensor, cache: KVCache | None, layer: int,
+                weights: list | None = None) -> torch.Tensor:
+        """`legal_balls` (B, T): the new balls' legal-ball indexes. With a `weights` list, the attention
+        weights (B, H, T, past + T) are computed explicitly and appended to it."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+        key_balls = legal_balls
+        if cache is not None:
+            key_balls = cache.legal_balls if layer > 0 else cache.extend(legal_balls)  # (B, past + T)
+        if self.relative == "rope":
+            q, k = rotate(q, legal_balls), rotate(k, legal_balls)  # keys are cached rotated
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
-        past = k.size(2) - T
+        mask = self.mask(legal_balls, key_balls, k.size(2) - T)
         dropout = self.dropout if self.training else 0.0
-        if past == 0:
+        if weights is not None:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+            if mask is None:
+                mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+            w = scores.softmax(-1)
+            weights.append(w)
+            y = F.dropout(w, dropout) @ v
+        elif mask is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
         else:
-            # New balls see every cached ball and the new ones up to themselves.
-            mask = torch.ones(T, past + T, dtype=torch.bool, device=x.device).tril(diagonal=past)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.out(y))
@@ -274,8 +360,9 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache, layer)
+    def forward(self, x: torch.Tensor, legal_balls: torch.Tensor, cache: KVCache | None, layer: int,
+                weights: list | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), legal_balls, cache, layer, weights)
         return x + self.mlp(self.ln2(x))
 
 
@@ -322,9 +409,10 @@ class CricketTransformer(nn.Module):
         return emb(ids)
 
     def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
-                last_only: bool = False) -> torch.Tensor:
+                last_only: bool = False, attention: list | None = None) -> torch.Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
-        Training sees the raw logits; evaluation and inference see them divided by the temperature."""
+        Training sees the raw logits; evaluation and inference see them divided by the temperature.
+        With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
         T = batch["prev_outcome"].size(1)
         if (cache.length if cache is not None else 0) + T > self.cfg.max_len:
             raise ValueError(f"sequence of {T} balls is longer than model.max_len={self.cfg.max_len}")
@@ -336,7 +424,7 @@ class CricketTransformer(nn.Module):
             x = x + self.season(batch["season"])
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, cache, i)
+            x = block(x, batch["legal_ball_index"], cache, i, attention)
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
         logits = self.head(self.ln_f(x))

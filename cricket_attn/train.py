@@ -109,6 +109,7 @@ def open_run(cfg: DictConfig) -> Run:
                 tags.update(sweep=str(hc.sweep.dir), sweep_job=str(hc.job.num))
         name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides)
         tags["comparison"] = name  # the baselines paired with this run carry the same tag
+        tags.update({k: str(v) for k, v in (cfg.logger.get("tags") or {}).items()})
         run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags)}
     run.save()
     return run

@@ -9,7 +9,7 @@ import torch
 
 from cricket_attn.model import (
     POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, Ensemble, KVCache, ModelConfig,
-    PiecewiseLinearEmbedding, sinusoidal_table,
+    PiecewiseLinearEmbedding, alibi_slopes, sinusoidal_table,
 )  # fmt: skip
 
 TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_seasons=4, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
@@ -20,12 +20,19 @@ QUANTILES = [[-2.0, -0.5, 0.0, 0.5, 2.0]] * 4 + [[0.0, 0.0, 0.0, 1.0, 1.0]]
 def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     r = lambda high: torch.randint(0, high, (B, T), generator=g)  # noqa: E731
+    # Legal-ball indexes as in an innings: a wide or no-ball (one in five here) does not move it on.
+    legal = (torch.rand(B, T, generator=g) > 0.2).long().cumsum(1) - 1
     return {
         "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
         "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
-        "legal_ball_index": torch.arange(T).expand(B, T), "ball_in_over": r(7), "over": r(20), "phase": r(3),
+        "legal_ball_index": legal.clamp(min=0), "ball_in_over": r(7), "over": r(20), "phase": r(3),
         "batter_balls": r(90), "bowler_balls": r(24), "season": r(cfg.n_seasons),
     }  # fmt: skip
+
+# Each way attention can see the innings: windows, the ball itself only, RoPE, ALiBi, a learned absolute part.
+ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(relative_position="rope"),
+                      dict(relative_position="alibi"), dict(relative_position="alibi", context=5),
+                      dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=())]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -66,7 +73,11 @@ def test_positional_parts_are_switchable():
      (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3 must divide"),
      (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
      (dict(season_effect="era"), "model.season_effect"),
-     (dict(n_seasons=0), "model.n_seasons must be at least 1")],
+     (dict(n_seasons=0), "model.n_seasons must be at least 1"),
+     (dict(absolute_position="rotary"), "model.absolute_position must be one of"),
+     (dict(relative_position="t5"), "model.relative_position must be one of"),
+     (dict(relative_position="rope", d_model=12, n_heads=4), "needs an even head width"),
+     (dict(context=-1), "model.context must be null")],
 )  # fmt: skip
 def test_bad_config_names_the_setting(change, message):
     with pytest.raises(ConfigError, match=message):
@@ -81,8 +92,9 @@ def test_sequence_longer_than_the_model_allows():
         CricketTransformer(cfg)(random_batch(cfg, T=20))
 
 
-def test_later_balls_never_change_earlier_predictions():
-    cfg = ModelConfig(**TINY)
+@pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
+def test_later_balls_never_change_earlier_predictions(variant):
+    cfg = ModelConfig(**TINY, **variant)
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     k = 11
@@ -97,11 +109,12 @@ def test_later_balls_never_change_earlier_predictions():
     assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
 
 
-@pytest.mark.parametrize("season_effect", ["none", "bias", "embedding"])
+@pytest.mark.parametrize("variant", [dict(season_effect="none"), dict(season_effect="bias"),
+                                     dict(season_effect="embedding"), *ATTENTION_VARIANTS[1:]])
 @pytest.mark.parametrize("chunks", [[1] * 20, [5, 1, 1, 13], [20]])
-def test_kv_cache_matches_a_full_forward_pass(chunks, season_effect):
+def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     torch.manual_seed(0)
-    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 3, "season_effect": season_effect})
+    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 3, **variant})
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     with torch.no_grad():
@@ -205,3 +218,74 @@ def test_ensemble_predicts_the_mean_distribution_and_caches_per_member():
     assert not torch.allclose(mean, members[0](batch).softmax(-1), atol=1e-3)  # the members differ
     assert (torch.cat(steps, dim=1).softmax(-1) - full).abs().max().item() <= 1e-5
     assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)
+
+
+@pytest.mark.parametrize("context", [0, 2, None])
+def test_context_limits_what_each_ball_sees(context):
+    """One layer: changing ball k moves the predictions of balls k .. k + context only (all later with null)."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(**{**TINY, "n_layers": 1, "context": context, "positional_parts": ()})
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    k = 8
+    changed = dict(batch, batter=batch["batter"].clone())
+    changed["batter"][:, k] = (changed["batter"][:, k] + 1) % cfg.n_batters
+    with torch.no_grad():
+        moved = (model(batch) - model(changed)).abs().amax(-1) > 1e-6  # (B, T)
+    last = 19 if context is None else k + context
+    assert moved[:, k: last + 1].all() and not moved[:, :k].any() and not moved[:, last + 1:].any()
+
+
+@pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
+def test_attention_weights_are_those_the_model_uses(variant):
+    """The explicit weights give the same predictions as the fused kernel; each row is a distribution
+    over the ball itself and the earlier balls its context allows."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, **variant)
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    weights = []
+    with torch.no_grad():
+        plain, explained = model(batch), model(batch, attention=weights)
+    assert torch.allclose(plain, explained, atol=1e-5)
+    assert len(weights) == cfg.n_layers and weights[0].shape == (3, cfg.n_heads, 20, 20)
+    query, key = torch.arange(20)[:, None], torch.arange(20)[None, :]
+    allowed = (key <= query) & (key >= query - (cfg.context if cfg.context is not None else 20))
+    for w in weights:
+        assert torch.allclose(w.sum(-1), torch.ones(3, cfg.n_heads, 20))
+        assert (w[..., ~allowed] == 0).all()
+
+
+def test_rope_scores_depend_on_the_distance_in_legal_balls_only():
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, relative_position="rope", positional_parts=())
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    shifted = dict(batch, legal_ball_index=batch["legal_ball_index"] + 37)
+    a, b = [], []
+    with torch.no_grad():
+        model(batch, attention=a), model(shifted, attention=b)
+        moved = [], []
+        model(dict(batch, legal_ball_index=batch["legal_ball_index"] * 2), attention=moved[0])
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(a, b))
+    assert not torch.allclose(a[0], moved[0][0], atol=1e-3)  # distances doubled: other weights
+
+
+def test_alibi_bias_falls_linearly_with_the_distance_in_legal_balls():
+    """With queries and keys zeroed the scores are the bias alone: weights proportional to
+    exp(-slope_h * distance), head h's slope 2^(-8h/H)."""
+    cfg = ModelConfig(**{**TINY, "relative_position": "alibi", "n_layers": 1})
+    model = CricketTransformer(cfg).eval()
+    with torch.no_grad():
+        model.blocks[0].attn.qkv.weight[: 2 * cfg.d_model] = 0
+        model.blocks[0].attn.qkv.bias[: 2 * cfg.d_model] = 0
+        batch = random_batch(cfg)
+        weights = []
+        model(batch, attention=weights)
+    slopes = alibi_slopes(cfg.n_heads)
+    assert torch.allclose(slopes, torch.tensor([2.0 ** -4, 2.0 ** -8]))
+    legal = batch["legal_ball_index"][0].float()
+    t = 15
+    for h in range(cfg.n_heads):
+        expected = torch.exp(-slopes[h] * (legal[t] - legal[: t + 1]))
+        assert torch.allclose(weights[0][0, h, t, : t + 1], expected / expected.sum(), atol=1e-6)

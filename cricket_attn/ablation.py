@@ -1,0 +1,221 @@
+"""`cricket-attn-ablate`: the ablation set of conf/ablation.yaml, run and reported in one command.
+
+Each (variant, protocol, seed) is an ordinary `cricket-attn-train` run in its own process and output
+folder, tagged `ablation`, `variant`, `protocol` and `seed` in the ablation experiment. A run already
+FINISHED there is skipped and a killed one resumed, so the command continues a stopped ablation. The
+report pairs each variant with the default on the same balls: per ball, the variant's log loss minus
+the default's, averaged over the seeds both have, with a 95% bootstrap interval by match.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from cricket_attn import progress, tracking
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import CONF_DIR
+from cricket_attn.metrics import KEY_COLUMNS, match_bootstrap, paired_losses
+
+log = logging.getLogger(__name__)
+REFERENCE = "default"
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    protocol: str
+    seed: int
+
+    def __str__(self) -> str:
+        return f"{self.variant} {self.protocol} seed {self.seed}"
+
+
+def plan(cfg: DictConfig) -> list[Job]:
+    """Seed by seed, so a stopped ablation has every variant at some seed before any at the next."""
+    unknown = sorted(set(cfg.only or []) - set(cfg.variants))
+    if unknown:
+        raise ValueError(f"only: unknown variant(s) {unknown}; conf/ablation.yaml has {list(cfg.variants)}")
+    variants = [v for v in cfg.variants if not cfg.only or v in cfg.only or v == REFERENCE]
+    return [Job(v, p, int(s)) for s in cfg.seeds for v in variants for p in cfg.protocols]
+
+
+def finished_runs(cfg: DictConfig) -> dict[Job, str]:
+    """The ablation's FINISHED runs in the store, by job (the newest when one was run twice)."""
+    client = tracking.MlflowClient(cfg.paths.mlflow_uri)
+    exp = client.get_experiment_by_name(cfg.experiment)
+    if exp is None:
+        return {}
+    runs = client.search_runs([exp.experiment_id], f"tags.ablation = '{cfg.name}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time ASC"], max_results=5000)
+    return {Job(r.data.tags["variant"], r.data.tags["protocol"], int(r.data.tags["seed"])): r.info.run_id
+            for r in runs if "test/log_loss" in r.data.metrics}
+
+
+def job_folder(cfg: DictConfig, job: Job) -> Path:
+    return Path(cfg.output_dir) / job.protocol / job.variant / f"seed{job.seed}"
+
+
+def train_command(cfg: DictConfig, job: Job) -> list[str]:
+    """The `cricket-attn-train` command line of a job: a new run, or the resume of a killed one."""
+    folder = job_folder(cfg, job)
+    base = [sys.executable, "-m", "cricket_attn.train", "progress=lines"]
+    if (folder / tracking.RUN_FILE).is_file():
+        return [*base, f"resume={folder}"]
+    tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed}
+    return [*base, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
+            f"seed={job.seed}", f"paths.mlflow_uri={cfg.paths.mlflow_uri}", f"logger.experiment_name={cfg.experiment}",
+            f"logger.run_name={cfg.name} {job}", f"hydra.run.dir={folder}",
+            *(f"+logger.tags.{k}={v}" for k, v in tags.items())]
+
+
+def run_job(cfg: DictConfig, job: Job, threads: int) -> bool:
+    """One training run in its own process; its console output goes to `console.log` in its folder."""
+    folder = job_folder(cfg, job)
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    clock = progress.Stopwatch()
+    log.info("%s: training (%s)", job, folder)
+    with open(folder / "console.log", "a") as console:
+        done = subprocess.run(train_command(cfg, job), stdout=console, stderr=subprocess.STDOUT, env=env,
+                              cwd=cfg.paths.root_dir).returncode == 0
+    log.info("%s: %s in %s", job, "done" if done else f"FAILED (see {folder / 'console.log'})", clock)
+    return done
+
+
+def run_ablation(cfg: DictConfig) -> str:
+    """Train what the store does not have yet, then write and log the report; returns its markdown."""
+    tracking.check_tracking_uri(cfg.paths.mlflow_uri)
+    jobs = plan(cfg)
+    if not cfg.report_only:
+        done = finished_runs(cfg)
+        todo = [job for job in jobs if job not in done]
+        threads = max(1, (os.cpu_count() or 1) // cfg.jobs)
+        log.info("ablation %s: %d runs, %d finished before, %d to train, %d at once with %d thread(s) each",
+                 cfg.name, len(jobs), len(jobs) - len(todo), len(todo), cfg.jobs, threads)
+        with ThreadPoolExecutor(cfg.jobs) as pool:
+            failed = [job for job, ok in zip(todo, pool.map(lambda j: run_job(cfg, j, threads), todo)) if not ok]
+        if failed:
+            log.warning("%d run(s) failed: %s; run the same command again to retry them", len(failed),
+                        ", ".join(map(str, failed)))
+    table = report(cfg)
+    folder = Path(cfg.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / "ablation.md") as tmp:
+        tmp.write_text(table)
+    log_report(cfg, table)
+    print(table)
+    print(f"written: {folder / 'ablation.md'}")
+    return table
+
+
+def seed_averaged_difference(variant: list[pd.DataFrame], reference: list[pd.DataFrame], n_boot: int) -> dict:
+    """Per ball, the variant's log loss minus the reference's, each averaged over the seeds (the
+    frames are paired seed by seed), with its bootstrap interval by match."""
+    diffs = [paired_losses(v, r).set_index(list(KEY_COLUMNS))["diff"] for v, r in zip(variant, reference)]
+    mean = pd.concat(diffs, axis=1, join="inner").mean(axis=1).reset_index(name="diff")
+    return match_bootstrap(mean["diff"].to_numpy(), mean["match_id"], n_boot)
+
+
+def comparisons(cfg: DictConfig) -> pd.DataFrame:
+    """One row per variant and protocol: seeds, mean log loss and ECE over seeds, epochs chosen, and the
+    seed-averaged paired difference from the default (positive: the variant is worse)."""
+    client = tracking.MlflowClient(cfg.paths.mlflow_uri)
+    runs = finished_runs(cfg)
+    scored: dict[str, pd.DataFrame] = {}
+
+    def frame(run_id: str) -> pd.DataFrame:
+        if run_id not in scored:
+            scored[run_id] = tracking.load_scored(cfg.paths.mlflow_uri, run_id)
+        return scored[run_id]
+
+    rows = []
+    for protocol in cfg.protocols:
+        for variant in cfg.variants:
+            against = cfg.get("against", {}).get(variant, REFERENCE)
+            seeds = sorted(job.seed for job in runs if job.variant == variant and job.protocol == protocol)
+            if not seeds:
+                continue
+            metrics = [client.get_run(runs[Job(variant, protocol, s)]).data.metrics for s in seeds]
+            row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
+                   "log_loss": sum(m["test/log_loss"] for m in metrics) / len(seeds),
+                   "ece": sum(m["test/ece"] for m in metrics) / len(seeds),
+                   "epochs": sum(m.get("selection/epochs", 0) for m in metrics) / len(seeds)}
+            paired = [s for s in seeds if Job(against, protocol, s) in runs]
+            if variant != against and paired:
+                row["paired_seeds"] = len(paired)
+                row.update(seed_averaged_difference([frame(runs[Job(variant, protocol, s)]) for s in paired],
+                                                    [frame(runs[Job(against, protocol, s)]) for s in paired],
+                                                    cfg.n_boot))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def report(cfg: DictConfig) -> str:
+    """The comparisons as a markdown table, variants down, protocols across."""
+    rows = comparisons(cfg)
+    if rows.empty:
+        return f"# Ablation `{cfg.name}`\n\nNo finished runs yet.\n"
+    protocols = [p for p in cfg.protocols if p in set(rows["protocol"])]
+    head = "| variant | " + " | ".join(f"{p}: log loss (seeds) | {p}: - reference [95% CI]" for p in protocols) + " |"
+    lines = [f"# Ablation `{cfg.name}`", "",
+             "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons, "
+             "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
+             "both have, with a 95% bootstrap interval by match. Positive: the variant is worse.", "",
+             head, "|" + "---|" * (1 + 2 * len(protocols))]
+    for variant in [v for v in cfg.variants if v in set(rows["variant"])]:
+        cells = []
+        for protocol in protocols:
+            hit = rows[(rows["variant"] == variant) & (rows["protocol"] == protocol)]
+            if hit.empty:
+                cells += ["", ""]
+                continue
+            r = hit.iloc[0]
+            cells.append(f"{r['log_loss']:.4f} ({r['seeds']})")
+            if "diff" in r and pd.notna(r.get("diff")):
+                vs = "" if r["against"] == REFERENCE else f" vs {r['against']}"
+                cells.append(f"{r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]{vs}")
+            else:
+                cells.append("reference" if variant == r["against"] or variant == REFERENCE else "")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def log_report(cfg: DictConfig, table: str) -> None:
+    """The report as an MLflow run of the ablation experiment: the table as its description and artifact,
+    each variant's paired difference as metrics (`<protocol>/<variant>/diff`)."""
+    rows = comparisons(cfg)
+    uri = cfg.paths.mlflow_uri
+    client = tracking.MlflowClient(uri)
+    run_id = tracking.start_run(uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name},
+                                description=table)
+    for r in rows.to_dict("records"):
+        for key in ("log_loss", "ece", "diff", "ci_low", "ci_high"):
+            if key in r and pd.notna(r[key]):
+                client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
+    client.log_text(run_id, table, "ablation.md")
+    tracking.end_run(uri, run_id, "FINISHED")
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="ablation")
+def main(cfg: DictConfig) -> None:
+    tracking.artifact_bars(False)
+    try:
+        run_ablation(cfg)
+    except (ValueError, tracking.TrackingError) as err:
+        print(f"cricket-attn-ablate: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()
