@@ -169,7 +169,7 @@ def plot_reliability(frame: pd.DataFrame, path: str | Path, title: str = "") -> 
     ax.set(xlabel="predicted probability of the top outcome", ylabel="how often it happened",
            xlim=(0, 1), ylim=(0, 1), title=title or "Reliability (top label)")
     ax.legend(loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -195,7 +195,7 @@ def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     ax.set(ylabel="log loss (nats)", ylim=(min(model + marginal) - 0.1, max(model + marginal) + 0.05),
            title=title or "Log loss by phase")
     ax.legend(loc="lower right", fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_comparison(paired: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -215,16 +215,19 @@ def plot_comparison(paired: pd.DataFrame, path: str | Path, title: str = "") -> 
     ax.set_yticks(y, paired.index)
     ax.set(xlabel="baseline log loss - transformer's, nats per ball (95% CI by match)",
            title=title or "Paired against the transformer on the same balls")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig, path: str | Path, tight_layout: bool = True) -> Path:
+    """A matplotlib figure as a PNG, written atomically, then closed. Without `tight_layout` (figures
+    with a colour bar beside a grid of axes) the saved image is cropped to what is drawn instead."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight_layout:
+        fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches=None if tight_layout else "tight")
     plt.close(fig)
     return path

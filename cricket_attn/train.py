@@ -26,6 +26,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from cricket_attn import progress, tracking
+from cricket_attn.attention import log_attention
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.deliveries import PhaseRules, load_tables
@@ -249,6 +250,11 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
         return
     results.update({f"test/{k}": v for k, v in tracking.log_scored(run.uri, run.run_id, scored, "test").items()})
     log.info("test report: done in %s; log loss %.4f, ECE %.4f", clock, results["test/log_loss"], results["test/ece"])
+    clock = progress.Stopwatch()
+    heads = log_attention(run.uri, run.run_id, model, dm.encoder, test)
+    log.info("attention: head report over the test balls and pictures of a test match logged in %s; %s", clock,
+             "; ".join(f"head {r['layer']}.{r['head']} follows {r['specialises_in']}" for r in heads.to_dict("records")
+                       if not r["specialises_in"].startswith("nothing")) or "every head is near uniform")
     client = tracking.MlflowClient(run.uri)
     for key in ("selection/best_val_loss", "selection/epochs", *(k for k in results if k.startswith("calibration/"))):
         if results.get(key) is not None:

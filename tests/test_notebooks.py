@@ -34,3 +34,17 @@ def test_experiments_notebook_reads_the_runs_back(baselines_run, tracked_run, mo
     html = "".join(o.get("data", {}).get("text/plain", "") for o in outputs if o.output_type == "execute_result")
     assert "hist_gradient_boosting" in html and "transformer" in html
     assert sum(1 for o in outputs if "image/png" in o.get("data", {})) >= 2
+
+
+def test_attention_notebook_walks_through_a_real_innings(tracked_run, monkeypatch):
+    monkeypatch.setenv("CRICKET_ATTN_MODEL", tracked_run["results"]["checkpoint"])
+    monkeypatch.setenv("CRICKET_ATTN_SOURCES", str(FIXTURES))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    nb = nbformat.read(NOTEBOOKS / "03_attention.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum(1 for o in outputs if "image/png" in o.get("data", {})) == 2  # the innings and the ball
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "1 layers x 2 heads" in text and "layer 0 head 1:" in text
+    assert any("previous ball" in o.get("data", {}).get("text/markdown", "") for o in outputs)

@@ -1,0 +1,345 @@
+"""What the attention heads look at: their weights over an innings, pictures of them, and a report of
+which head follows what (the previous ball, the over, the bowler, the batter, the phase, the start).
+
+Every share is measured against uniform causal attention, which spreads each ball's attention evenly
+over itself and the balls before it: a ratio well above 1 says a head seeks that kind of ball out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn import progress
+from cricket_attn.metrics import save_figure
+from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.sequences import BucketBatchSampler, SequenceEncoder
+
+# The kinds of earlier ball a head may favour; a ball's own position is `self`. Same bowler, batter
+# and phase count earlier overs only (`category_masks`); each kind is read against its own uniform share.
+CATEGORIES = ("self", "previous_ball", "rest_of_over", "same_bowler", "same_batter", "same_phase", "first_ball")
+BALL_COLUMNS = ("match_id", "innings", "over", "ball_in_over", "outcome", "batter", "bowler", "phase")
+SPECIALISED = 2.0  # a head specialises in a kind of ball when it puts twice the uniform share there
+
+
+@dataclass
+class InningsAttention:
+    """One innings: its balls in order, and every layer's and head's weights, (L, H, T, T)."""
+
+    balls: pd.DataFrame
+    weights: np.ndarray
+
+    @property
+    def title(self) -> str:
+        first = self.balls.iloc[0]
+        return f"match {first['match_id']}, innings {first['innings']}"
+
+    def labels(self) -> list[str]:
+        """Each ball as a scorer reads it: over.ball (over counted from 0), outcome, batter v bowler."""
+        b = self.balls
+        return [f"{o}.{i} {out} {bat} v {bowl}" for o, i, out, bat, bowl in
+                zip(b["over"], b["ball_in_over"], b["outcome"].astype(str), b["batter"], b["bowler"])]
+
+    def position(self, over: int, ball: int) -> int:
+        """The index in the innings of the delivery at over.ball."""
+        hit = np.flatnonzero((self.balls["over"].to_numpy() == over) & (self.balls["ball_in_over"].to_numpy() == ball))
+        if not len(hit):
+            last = self.balls.iloc[-1]
+            raise ValueError(f"{self.title} has no ball {over}.{ball} (it ends at {last['over']}.{last['ball_in_over']})")
+        return int(hit[0])
+
+
+def one_model(model: CricketTransformer | Ensemble, member: int = 0) -> CricketTransformer:
+    """The transformer whose heads are drawn: each member of an ensemble has heads of its own."""
+    if isinstance(model, Ensemble):
+        if not 0 <= member < len(model.members):
+            raise ValueError(f"member {member}: the ensemble has members 0 to {len(model.members) - 1}")
+        return model.members[member]
+    return model
+
+
+@torch.no_grad()
+def innings_attention(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                      batch_size: int = 64, desc: str | None = None):
+    """Yields an `InningsAttention` for every regular innings of `deliveries`, in table order."""
+    d = deliveries.reset_index(drop=True)
+    sequences = encoder.encode(d)
+    model.eval()
+    batches = BucketBatchSampler(sequences.lengths, batch_size, shuffle=False)
+    for idx in progress.track(batches, desc, total=len(batches), unit="batch") if desc else batches:
+        batch = sequences.collate(idx)
+        weights: list[torch.Tensor] = []
+        model(batch, attention=weights)
+        stacked = torch.stack(weights, dim=1).numpy()  # (B, L, H, T, T)
+        for b, n in enumerate(sequences.lengths[idx].tolist()):
+            rows = batch["row"][b, :n].numpy()
+            yield InningsAttention(d.loc[rows, list(BALL_COLUMNS)].reset_index(drop=True), stacked[b, :, :, :n, :n])
+
+
+def category_masks(balls: pd.DataFrame) -> dict[str, np.ndarray]:
+    """For each category, a (T, T) boolean: is ball s (column) of that kind for ball t (row)? Only
+    s <= t is ever true: nothing attends forward. The bowler, batter and phase categories count balls
+    of earlier overs only, so that a head following the current over (the same bowler, mostly the same
+    batters) is told apart from one that seeks out a bowler's or batter's earlier spells."""
+    T = len(balls)
+    t, s = np.arange(T)[:, None], np.arange(T)[None, :]
+    earlier = s < t
+
+    def same(column: str) -> np.ndarray:
+        v = pd.factorize(balls[column].astype(str))[0]
+        return v[:, None] == v[None, :]
+
+    same_over = same("over") & same("innings")
+    earlier_over = earlier & ~same_over
+    return {"self": s == t, "previous_ball": s == t - 1, "rest_of_over": earlier & (s < t - 1) & same_over,
+            "same_bowler": earlier_over & same("bowler"), "same_batter": earlier_over & same("batter"),
+            "same_phase": earlier_over & same("phase"), "first_ball": (s == 0) & earlier}
+
+
+def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                member: int = 0, desc: str | None = None) -> pd.DataFrame:
+    """One row per layer and head: for every kind of ball, the mean share of a ball's attention it
+    gets (`<kind>`), what uniform causal attention would give it (`<kind>_uniform`) and their ratio;
+    the mean distance attended to, in deliveries, against uniform's; and the kinds it specialises in.
+    Averaged over every ball that has an earlier one in its innings."""
+    net = one_model(model, member)
+    L, H = net.cfg.n_layers, net.cfg.n_heads
+    share, uniform = np.zeros((len(CATEGORIES), L, H)), np.zeros(len(CATEGORIES))
+    distance, distance_uniform, queries = np.zeros((L, H)), 0.0, 0
+    for inn in innings_attention(net, encoder, deliveries, desc=desc):
+        T = len(inn.balls)
+        if T < 2:
+            continue
+        w = inn.weights[:, :, 1:, :]  # (L, H, T - 1, T): balls with an earlier one
+        masks = category_masks(inn.balls)
+        seen = np.arange(2, T + 1)  # balls each query may see under causal attention (itself included)
+        for c, name in enumerate(CATEGORIES):
+            m = masks[name][1:]
+            share[c] += (w * m).sum(axis=(-1, -2))
+            uniform[c] += (m.sum(-1) / seen).sum()
+        gap = np.arange(1, T)[:, None] - np.arange(T)[None, :]  # (T - 1, T): t - s
+        distance += (w * np.clip(gap, 0, None)).sum(axis=(-1, -2))
+        distance_uniform += ((seen - 1) / 2).sum()
+        queries += T - 1
+    if queries == 0:
+        raise ValueError("no innings with two or more balls to report on")
+    rows = []
+    for layer in range(L):
+        for head in range(H):
+            row = {"layer": layer, "head": head}
+            for c, name in enumerate(CATEGORIES):
+                row[name] = share[c, layer, head] / queries
+                row[f"{name}_uniform"] = uniform[c] / queries
+                row[f"{name}_ratio"] = row[name] / row[f"{name}_uniform"] if uniform[c] else float("nan")
+            row["distance"] = distance[layer, head] / queries
+            row["distance_uniform"] = distance_uniform / queries
+            ranked = sorted((n for n in CATEGORIES if row[f"{n}_ratio"] >= SPECIALISED),
+                            key=lambda n: -row[f"{n}_ratio"])
+            row["specialises_in"] = ", ".join(ranked) or "nothing (near uniform)"
+            rows.append(row)
+    report = pd.DataFrame(rows)
+    report.attrs["balls"] = queries
+    return report
+
+
+def report_table(report: pd.DataFrame) -> str:
+    """The head report as markdown: share (ratio to uniform) for each kind of ball, and distance."""
+    names = {"same_bowler": "same bowler, earlier overs", "same_batter": "same batter, earlier overs",
+             "same_phase": "same phase, earlier overs"}
+    head = ["layer.head", *(names.get(n, n.replace("_", " ")) for n in CATEGORIES), "mean distance", "specialises in"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+             "| uniform | " + " | ".join(f"{report.iloc[0][f'{n}_uniform']:.3f}" for n in CATEGORIES)
+             + f" | {report.iloc[0]['distance_uniform']:.1f} | |"]
+    for r in report.to_dict("records"):
+        cells = [f"{r[n]:.3f} ({r[f'{n}_ratio']:.1f}x)" for n in CATEGORIES]
+        lines.append(f"| {r['layer']}.{r['head']} | " + " | ".join(cells)
+                     + f" | {r['distance']:.1f} | {r['specialises_in']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_ball(inn: InningsAttention, t: int, path: str | Path) -> Path:
+    """Every layer's and head's attention from ball t over the balls up to it, one row per head,
+    each ball labelled with over.ball, its outcome, batter and bowler; over ends marked. (Position s
+    holds what was known before ball s: attending to it reads ball s - 1's outcome and ball s's players.)"""
+    plt, PowerNorm = _pyplot()
+    L, H = inn.weights.shape[:2]
+    w = inn.weights[:, :, t, : t + 1].reshape(L * H, t + 1)
+    labels = inn.labels()[: t + 1]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.17 * (t + 1) + 2.5), 0.45 * L * H + 3.4))
+    image = ax.imshow(w, aspect="auto", cmap="viridis", norm=PowerNorm(0.5, vmin=0, vmax=max(float(w.max()), 1e-6)))
+    ax.set_yticks(range(L * H), [f"layer {i // H} head {i % H}" for i in range(L * H)], fontsize=8)
+    ax.set_xticks(range(t + 1), labels, rotation=90, fontsize=6)
+    ax.get_xticklabels()[-1].set_fontweight("bold")
+    overs = inn.balls["over"].to_numpy()[: t + 1]
+    for x in np.flatnonzero(np.diff(overs)) + 0.5:
+        ax.axvline(x, color="white", lw=0.6, alpha=0.7)
+    ball = inn.balls.iloc[t]
+    ax.set_title(f"{inn.title}: where each head looks before ball {ball['over']}.{ball['ball_in_over']} "
+                 f"({ball['batter']} facing {ball['bowler']}; it went {ball['outcome']})", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label=f"attention weight (an even spread: {1 / (t + 1):.3f})")
+    return save_figure(fig, path, tight_layout=False)
+
+
+def plot_innings(inn: InningsAttention, path: str | Path) -> Path:
+    """Each head's attention over the innings (row: the ball attending, column: the ball attended to)
+    as a multiple of uniform causal attention, on a log scale: red where a head looks more than an even
+    spread over the balls so far would, blue where less. Ticks at the start of every other over."""
+    plt, _ = _pyplot()
+    from matplotlib.colors import LogNorm
+
+    L, H, T = inn.weights.shape[:3]
+    fig, axes = plt.subplots(L, H, figsize=(3.3 * H + 0.8, 3.3 * L + 0.6), squeeze=False)
+    overs = inn.balls["over"].to_numpy()
+    ticks = np.r_[0, np.flatnonzero(np.diff(overs)) + 1][::2]
+    ratio = inn.weights * np.arange(1, T + 1)[:, None]  # uniform causal attention gives row t 1 / (t + 1)
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")
+    for layer in range(L):
+        for head in range(H):
+            ax = axes[layer, head]
+            shown = np.ma.masked_where(future, np.clip(ratio[layer, head], 0.1, 10))
+            image = ax.imshow(shown, cmap=cmap, norm=LogNorm(vmin=0.1, vmax=10), interpolation="nearest")
+            ax.set_title(f"layer {layer} head {head}", fontsize=9)
+            ax.set_xticks(ticks, overs[ticks], fontsize=6)
+            ax.set_yticks(ticks, overs[ticks], fontsize=6)
+            if layer == L - 1:
+                ax.set_xlabel("over of the ball attended to", fontsize=7)
+            if head == 0:
+                ax.set_ylabel("over of the ball attending", fontsize=7)
+    fig.suptitle(f"{inn.title}: every head's attention over {T} deliveries, against an even spread", fontsize=10)
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02, label="attention / uniform causal attention")
+    return save_figure(fig, path, tight_layout=False)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import PowerNorm
+
+    return plt, PowerNorm
+
+
+def draw_match(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame, out: Path,
+               innings: int | None = None, ball: tuple[int, int] | None = None) -> list[Path]:
+    """The pictures of one match's innings (or of innings `innings`), and of ball `(over, ball)` in it."""
+    drawn = []
+    for inn in innings_attention(model, encoder, deliveries):
+        number = int(inn.balls["innings"].iloc[0])
+        if innings is not None and number != innings:
+            continue
+        stem = out / f"{inn.balls['match_id'].iloc[0]}_innings{number}"
+        drawn.append(plot_innings(inn, f"{stem}.png"))
+        if ball is not None:
+            drawn.append(plot_ball(inn, inn.position(*ball), f"{stem}_ball{ball[0]}.{ball[1]}.png"))
+    return drawn
+
+
+def log_attention(uri: str, run_id: str, model: CricketTransformer | Ensemble, encoder: SequenceEncoder,
+                  test: pd.DataFrame) -> pd.DataFrame:
+    """For a training run: the head report over the test balls (metrics `heads/<layer>.<head>/<kind>`
+    as the ratio to uniform, and `attention/heads.md`), and the pictures of the first test match
+    (both innings, and the chase's first ball of the 16th over) under `attention/`."""
+    import tempfile
+
+    import mlflow
+
+    report = head_report(model, encoder, test)
+    client = mlflow.MlflowClient(uri)
+    now = mlflow.utils.time.get_current_time_millis()
+    metrics = [mlflow.entities.Metric(f"heads/{r['layer']}.{r['head']}/{name}", float(r[f"{name}_ratio"]), now, 0)
+               for r in report.to_dict("records") for name in CATEGORIES]
+    client.log_batch(run_id, metrics=metrics)
+    first = test[test["match_id"] == test["match_id"].iloc[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "heads.md").write_text(report_table(report))
+        try:
+            draw_match(one_model(model), encoder, first, Path(tmp))
+            draw_match(one_model(model), encoder, first, Path(tmp), innings=2, ball=(15, 1))
+        except ValueError:  # a chase over before the 16th over: its innings picture is there already
+            pass
+        client.log_artifacts(run_id, tmp, artifact_path="attention")
+    return report
+
+
+def parse_ball(text: str) -> tuple[int, int]:
+    """`15.3` -> (15, 3): the third delivery of the over after 15 completed (overs counted from 0)."""
+    over, _, ball = text.partition(".")
+    if not (over.isdigit() and ball.isdigit()):
+        raise ValueError(f"--ball {text}: give OVER.BALL, e.g. 15.3 (over counted from 0, ball from 1)")
+    return int(over), int(ball)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`cricket-attn-attention`: pictures of what each head attends to, and the head-by-head report."""
+    import argparse
+    import sys
+
+    from omegaconf import OmegaConf
+
+    from cricket_attn.atomic import atomic_path
+    from cricket_attn.config import load_data_config
+    from cricket_attn.deliveries import PhaseRules, build_tables
+    from cricket_attn.lit_module import CheckpointError
+    from cricket_attn.serving import load_trained
+    from cricket_attn.sources import SourceError, iter_match_files
+    from cricket_attn.tracking import DEFAULT_TRACKING_URI
+
+    p = argparse.ArgumentParser(prog="cricket-attn-attention", description=main.__doc__.split(": ", 1)[1])
+    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
+    p.add_argument("--out", required=True, type=Path, help="folder for the PNGs and the report")
+    p.add_argument("--match", help="draw this match only (its Cricsheet id); default: every match given")
+    p.add_argument("--innings", type=int, help="with --match: this innings only (1, 2, ...)")
+    p.add_argument("--ball", help="with --match and --innings: also draw ball OVER.BALL, e.g. 15.3 (over from 0)")
+    p.add_argument("--report", action="store_true", help="write the head-by-head report over every ball given "
+                   "(heads.md, heads.csv); without --match, draw nothing")
+    p.add_argument("--member", type=int, default=0, help="which model of an ensemble (each has its own heads)")
+    p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
+    args = p.parse_args(argv)
+    try:
+        if (args.innings is not None or args.ball) and not args.match:
+            raise ValueError("--innings and --ball need --match")
+        ball = parse_ball(args.ball) if args.ball else None
+        if ball and args.innings is None:
+            raise ValueError("--ball needs --innings")
+        trained = load_trained(args.model, args.tracking_uri)
+        model = one_model(trained.model, args.member)
+        phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
+        tables = build_tables(iter_match_files(args.sources), phases)
+        d = tables.deliveries
+        if args.match:
+            d = d[d["match_id"].astype(str) == args.match]
+            if d.empty:
+                raise ValueError(f"--match {args.match}: no such match in {', '.join(args.sources)}")
+        if d.empty:
+            raise ValueError(f"nothing to draw in {', '.join(args.sources)}: no match file with deliveries")
+        args.out.mkdir(parents=True, exist_ok=True)
+        written = []
+        if args.report:
+            report = head_report(model, encoder=trained.encoder, deliveries=d, desc="head report")
+            with atomic_path(args.out / "heads.md") as tmp:
+                tmp.write_text(report_table(report))
+            with atomic_path(args.out / "heads.csv") as tmp:
+                report.to_csv(tmp, index=False, float_format="%.6g")
+            written += [args.out / "heads.md", args.out / "heads.csv"]
+            print(report_table(report))
+        if args.match or not args.report:
+            for match_id, match in progress.track(d.groupby("match_id", observed=True, sort=False), "drawing",
+                                                  total=d["match_id"].nunique(), unit="match"):
+                written += draw_match(model, trained.encoder, match, args.out, args.innings, ball)
+    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
+        print(f"cricket-attn-attention: {err}", file=sys.stderr)
+        return 2
+    print(f"written: {len(written)} file(s) in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""What the heads look at: the report finds heads built by hand, and the pictures and CLI work on real matches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from cricket_attn.attention import (
+    CATEGORIES, category_masks, draw_match, head_report, innings_attention, main, parse_ball, report_table,
+)  # fmt: skip
+from cricket_attn.model import CricketTransformer, ModelConfig
+from cricket_attn.sequences import SequenceEncoder
+from tests.conftest import FIXTURES
+
+ANGLE = 0.02  # radians per legal ball of the hand-made position code: one turn is 314 balls, longer than an innings
+
+
+def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, SequenceEncoder]:
+    """One layer, two heads, weights set by hand: the input of ball t is its legal-ball index as an
+    angle (dims 0-3) plus its bowler as a random unit vector (dims 4-31), each written as [v, -v], so
+    LayerNorm only rescales it. Head 0's query turns the angle back one ball, so it matches the key
+    of the previous legal ball; head 1's query and key are the bowler vector, so it matches the same
+    bowler's balls (and the ball itself)."""
+    encoder = SequenceEncoder.fit(deliveries, min_count=1)
+    cfg = ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=32, n_heads=2, n_layers=1,
+                      dropout=0.0, positional_parts=("absolute",), absolute_position="learned",
+                      positional_combine="sum")
+    model = CricketTransformer(cfg).eval()
+    C, hd = cfg.d_model, cfg.d_model // cfg.n_heads
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        model.blocks[0].ln1.weight.fill_(1.0)
+        angle = ANGLE * torch.arange(cfg.max_balls, dtype=torch.float32)
+        position = model.position.embed["absolute"].weight  # (max_balls, C)
+        position[:, 0], position[:, 1], position[:, 2], position[:, 3] = angle.cos(), angle.sin(), -angle.cos(), -angle.sin()
+        g = torch.Generator().manual_seed(0)
+        u = torch.randn(cfg.n_bowlers, 14, generator=g)
+        u = u / u.norm(dim=1, keepdim=True)
+        model.bowler.weight[:, 4:18], model.bowler.weight[:, 18:32] = u, -u
+        w = model.blocks[0].attn.qkv.weight  # rows: queries, keys, values; head h takes rows h*hd .. (h+1)*hd
+        turn, scale = torch.tensor([[math.cos(ANGLE), math.sin(ANGLE)], [-math.sin(ANGLE), math.cos(ANGLE)]]), 5e4
+        w[0:2, 0:2] = scale * turn  # head 0 query: the angle one ball back
+        w[C:C + 2, 0:2] = torch.eye(2)  # head 0 key: the angle
+        w[hd:hd + 14, 4:18] = 50 * torch.eye(14)  # head 1 query: the bowler
+        w[C + hd:C + hd + 14, 4:18] = torch.eye(14)  # head 1 key: the bowler
+    return model, encoder
+
+
+def test_report_finds_the_previous_ball_head_and_the_bowler_head(deliveries):
+    model, encoder = hand_made_heads(deliveries)
+    report = head_report(model, encoder, deliveries).set_index("head")
+    prev, bowler = report.loc[0], report.loc[1]
+    # Head 0 looks at the previous legal ball: the previous delivery, except just after a wide or no-ball.
+    assert prev["previous_ball"] > 0.9 and prev["previous_ball_ratio"] > 10
+    assert prev["specialises_in"].startswith("previous_ball")
+    assert prev["same_bowler"] < 0.01 and prev["same_bowler_ratio"] < 0.1  # not the bowler's earlier overs
+    # Head 1 spreads over the bowler's balls: his earlier overs, this over and the ball itself.
+    assert bowler["same_bowler"] > 0.4 and bowler["same_bowler_ratio"] > 3 and "same_bowler" in bowler["specialises_in"]
+    assert bowler[["self", "previous_ball", "rest_of_over", "same_bowler"]].sum() > 0.95
+    assert bowler["previous_ball"] < prev["previous_ball"] / 3
+    assert bowler["same_batter_ratio"] < 2  # (the previous ball is often the same batter's: no such test for head 0)
+    # A head that attends evenly is reported as such: every ratio 1 on a fresh model with zero queries.
+    with torch.no_grad():
+        model.blocks[0].attn.qkv.weight.zero_()
+    even = head_report(model, encoder, deliveries)
+    ratios = even[[f"{c}_ratio" for c in CATEGORIES]].to_numpy()
+    assert np.allclose(ratios, 1.0, atol=1e-4) and (even["specialises_in"] == "nothing (near uniform)").all()
+    assert np.allclose(even["distance"], even["distance_uniform"], rtol=1e-4)
+    table = report_table(report.reset_index())
+    assert table.count("\n") == 2 + 1 + 2 and "previous_ball" in table
+
+
+def test_category_masks_on_a_real_innings(deliveries):
+    innings = deliveries[(deliveries["match_id"] == deliveries["match_id"].iloc[0]) & (deliveries["innings"] == 1)]
+    balls = innings.reset_index(drop=True)
+    masks = category_masks(balls)
+    T = len(balls)
+    for name, m in masks.items():
+        assert m.shape == (T, T) and not np.triu(m, k=1).any(), name  # nothing after the ball
+    t = T - 1
+    bowler, over = balls["bowler"].astype(str).to_numpy(), balls["over"].to_numpy()
+    assert masks["same_bowler"][t].sum() == ((bowler[:t] == bowler[t]) & (over[:t] != over[t])).sum() > 0
+    assert masks["previous_ball"][t, t - 1] and masks["previous_ball"][t].sum() == 1
+    same_over = np.flatnonzero(balls["over"].to_numpy()[: t - 1] == balls["over"].iloc[t])
+    assert np.array_equal(np.flatnonzero(masks["rest_of_over"][t]), same_over)
+    assert masks["first_ball"][:, 0].sum() == T - 1
+
+
+def test_innings_weights_cover_every_regular_innings(deliveries):
+    model, encoder = hand_made_heads(deliveries)
+    innings = list(innings_attention(model, encoder, deliveries))
+    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    assert len(innings) == regular.groupby(["match_id", "innings"], observed=True).ngroups
+    for inn in innings[:5]:
+        T = len(inn.balls)
+        assert inn.weights.shape == (1, 2, T, T)
+        assert np.allclose(inn.weights.sum(-1), 1.0, atol=1e-5)
+        assert inn.balls["over"].is_monotonic_increasing
+
+
+def test_pictures_of_a_real_match(deliveries, tmp_path):
+    model, encoder = hand_made_heads(deliveries)
+    match = deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[0]]
+    drawn = draw_match(model, encoder, match, tmp_path, innings=2, ball=(10, 1))
+    assert [p.name for p in drawn] == [f"{match['match_id'].iloc[0]}_innings2.png",
+                                       f"{match['match_id'].iloc[0]}_innings2_ball10.1.png"]
+    assert all(p.stat().st_size > 20_000 for p in drawn)  # drawn, not blank
+    with pytest.raises(ValueError, match="has no ball 30.1"):
+        draw_match(model, encoder, match, tmp_path, innings=2, ball=(30, 1))
+    assert parse_ball("15.3") == (15, 3)
+    with pytest.raises(ValueError, match="give OVER.BALL"):
+        parse_ball("15")
+
+
+def test_cli_draws_and_reports(tracked_run, tmp_path, capsys):
+    checkpoint = tracked_run["results"]["checkpoint"]
+    match = "1473438"
+    assert main(["--model", checkpoint, "--out", str(tmp_path), "--match", match, "--innings", "2",
+                 "--ball", "5.1", "--report", str(FIXTURES)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["1473438_innings2.png", "1473438_innings2_ball5.1.png", "heads.csv", "heads.md"]
+    heads = pd.read_csv(tmp_path / "heads.csv")
+    assert len(heads) == 2 and set(heads["head"]) == {0, 1}  # the tiny model: one layer, two heads
+    assert main(["--model", checkpoint, "--out", str(tmp_path), "--ball", "5.1", str(FIXTURES)]) == 2
+    assert "--innings and --ball need --match" in capsys.readouterr().err
+    assert main(["--model", checkpoint, "--out", str(tmp_path), "--match", "999", str(FIXTURES)]) == 2
+    assert "--match 999: no such match" in capsys.readouterr().err
+
+
+def test_training_run_logs_the_head_report_and_pictures(tracked_run):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracked_run["uri"])
+    run = client.get_run(tracked_run["run_id"])
+    assert {f"heads/0.{h}/{c}" for h in (0, 1) for c in CATEGORIES} <= set(run.data.metrics)
+    logged = {a.path for a in client.list_artifacts(tracked_run["run_id"], "attention")}
+    assert "attention/heads.md" in logged
+    assert any(p.endswith("_innings1.png") for p in logged) and any(p.endswith("_innings2.png") for p in logged)
