@@ -20,8 +20,10 @@ from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.sequences import BucketBatchSampler, SequenceEncoder
 
 # The kinds of earlier ball a head may favour; a ball's own position is `self`. Same bowler, batter
-# and phase count earlier overs only (`category_masks`); each kind is read against its own uniform share.
-CATEGORIES = ("self", "previous_ball", "rest_of_over", "same_bowler", "same_batter", "same_phase", "first_ball")
+# and phase count earlier overs only (`category_masks`); after a boundary (a wicket) are the positions
+# that read a four or six (a wicket) as their previous ball. Each is read against its own uniform share.
+CATEGORIES = ("self", "previous_ball", "rest_of_over", "same_bowler", "same_batter", "same_phase", "first_ball",
+              "after_boundary", "after_wicket")
 BALL_COLUMNS = ("match_id", "innings", "over", "ball_in_over", "outcome", "batter", "bowler", "phase")
 SPECIALISED = 2.0  # a head specialises in a kind of ball when it puts twice the uniform share there
 
@@ -95,21 +97,27 @@ def category_masks(balls: pd.DataFrame) -> dict[str, np.ndarray]:
 
     same_over = same("over") & same("innings")
     earlier_over = earlier & ~same_over
+    outcome = balls["outcome"].astype(str).to_numpy()
+    before = np.concatenate([["start"], outcome[:-1]])  # what position s reads as its previous ball
     return {"self": s == t, "previous_ball": s == t - 1, "rest_of_over": earlier & (s < t - 1) & same_over,
             "same_bowler": earlier_over & same("bowler"), "same_batter": earlier_over & same("batter"),
-            "same_phase": earlier_over & same("phase"), "first_ball": (s == 0) & earlier}
+            "same_phase": earlier_over & same("phase"), "first_ball": (s == 0) & earlier,
+            "after_boundary": earlier & np.isin(before, ("4", "6"))[None, :],
+            "after_wicket": earlier & (before == "wicket")[None, :]}
 
 
 def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
                 member: int = 0, desc: str | None = None) -> pd.DataFrame:
     """One row per layer and head: for every kind of ball, the mean share of a ball's attention it
     gets (`<kind>`), what uniform causal attention would give it (`<kind>_uniform`) and their ratio;
-    the mean distance attended to, in deliveries, against uniform's; and the kinds it specialises in.
-    Averaged over every ball that has an earlier one in its innings."""
+    the mean distance attended to, in deliveries, against uniform's; `spread`, the entropy of a ball's
+    weights over the largest it could have (1: an even spread; near 0: one ball), which says whether
+    a head is selective at all, by whatever it selects on; and the kinds it specialises in. Averaged
+    over every ball that has an earlier one in its innings."""
     net = one_model(model, member)
     L, H = net.cfg.n_layers, net.cfg.n_heads
     share, uniform = np.zeros((len(CATEGORIES), L, H)), np.zeros(len(CATEGORIES))
-    distance, distance_uniform, queries = np.zeros((L, H)), 0.0, 0
+    distance, distance_uniform, spread, queries = np.zeros((L, H)), 0.0, np.zeros((L, H)), 0
     for inn in innings_attention(net, encoder, deliveries, desc=desc):
         T = len(inn.balls)
         if T < 2:
@@ -123,6 +131,8 @@ def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
             uniform[c] += (m.sum(-1) / seen).sum()
         gap = np.arange(1, T)[:, None] - np.arange(T)[None, :]  # (T - 1, T): t - s
         distance += (w * np.clip(gap, 0, None)).sum(axis=(-1, -2))
+        entropy = -(w * np.log(np.clip(w, 1e-12, None))).sum(-1)  # (L, H, T - 1)
+        spread += (entropy / np.log(seen)).sum(-1)
         distance_uniform += ((seen - 1) / 2).sum()
         queries += T - 1
     if queries == 0:
@@ -137,6 +147,7 @@ def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
                 row[f"{name}_ratio"] = row[name] / row[f"{name}_uniform"] if uniform[c] else float("nan")
             row["distance"] = distance[layer, head] / queries
             row["distance_uniform"] = distance_uniform / queries
+            row["spread"] = spread[layer, head] / queries
             ranked = sorted((n for n in CATEGORIES if row[f"{n}_ratio"] >= SPECIALISED),
                             key=lambda n: -row[f"{n}_ratio"])
             row["specialises_in"] = ", ".join(ranked) or "nothing (near uniform)"
@@ -147,17 +158,18 @@ def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
 
 
 def report_table(report: pd.DataFrame) -> str:
-    """The head report as markdown: share (ratio to uniform) for each kind of ball, and distance."""
+    """The head report as markdown: share (ratio to uniform) for each kind of ball, distance and spread."""
     names = {"same_bowler": "same bowler, earlier overs", "same_batter": "same batter, earlier overs",
              "same_phase": "same phase, earlier overs"}
-    head = ["layer.head", *(names.get(n, n.replace("_", " ")) for n in CATEGORIES), "mean distance", "specialises in"]
+    head = ["layer.head", *(names.get(n, n.replace("_", " ")) for n in CATEGORIES), "mean distance", "spread",
+            "specialises in"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
              "| uniform | " + " | ".join(f"{report.iloc[0][f'{n}_uniform']:.3f}" for n in CATEGORIES)
-             + f" | {report.iloc[0]['distance_uniform']:.1f} | |"]
+             + f" | {report.iloc[0]['distance_uniform']:.1f} | 1.00 | |"]
     for r in report.to_dict("records"):
         cells = [f"{r[n]:.3f} ({r[f'{n}_ratio']:.1f}x)" for n in CATEGORIES]
         lines.append(f"| {r['layer']}.{r['head']} | " + " | ".join(cells)
-                     + f" | {r['distance']:.1f} | {r['specialises_in']} |")
+                     + f" | {r['distance']:.1f} | {r['spread']:.2f} | {r['specialises_in']} |")
     return "\n".join(lines) + "\n"
 
 

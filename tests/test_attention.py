@@ -57,7 +57,7 @@ def test_report_finds_the_previous_ball_head_and_the_bowler_head(deliveries):
     prev, bowler = report.loc[0], report.loc[1]
     # Head 0 looks at the previous legal ball: the previous delivery, except just after a wide or no-ball.
     assert prev["previous_ball"] > 0.9 and prev["previous_ball_ratio"] > 10
-    assert prev["specialises_in"].startswith("previous_ball")
+    assert prev["specialises_in"].startswith("previous_ball") and prev["spread"] < 0.1  # one ball: entropy near 0
     assert prev["same_bowler"] < 0.01 and prev["same_bowler_ratio"] < 0.1  # not the bowler's earlier overs
     # Head 1 spreads over the bowler's balls: his earlier overs, this over and the ball itself.
     assert bowler["same_bowler"] > 0.4 and bowler["same_bowler_ratio"] > 3 and "same_bowler" in bowler["specialises_in"]
@@ -70,9 +70,9 @@ def test_report_finds_the_previous_ball_head_and_the_bowler_head(deliveries):
     even = head_report(model, encoder, deliveries)
     ratios = even[[f"{c}_ratio" for c in CATEGORIES]].to_numpy()
     assert np.allclose(ratios, 1.0, atol=1e-4) and (even["specialises_in"] == "nothing (near uniform)").all()
-    assert np.allclose(even["distance"], even["distance_uniform"], rtol=1e-4)
+    assert np.allclose(even["distance"], even["distance_uniform"], rtol=1e-4) and np.allclose(even["spread"], 1.0)
     table = report_table(report.reset_index())
-    assert table.count("\n") == 2 + 1 + 2 and "previous_ball" in table
+    assert table.count("\n") == 2 + 1 + 2 and "previous_ball" in table and "after wicket" in table
 
 
 def test_category_masks_on_a_real_innings(deliveries):
@@ -89,6 +89,9 @@ def test_category_masks_on_a_real_innings(deliveries):
     same_over = np.flatnonzero(balls["over"].to_numpy()[: t - 1] == balls["over"].iloc[t])
     assert np.array_equal(np.flatnonzero(masks["rest_of_over"][t]), same_over)
     assert masks["first_ball"][:, 0].sum() == T - 1
+    # Position s reads ball s - 1's outcome: after a boundary are the positions just after a four or six.
+    boundaries = np.flatnonzero(balls["outcome"].astype(str).isin(["4", "6"]).to_numpy()[: t - 1])
+    assert np.array_equal(np.flatnonzero(masks["after_boundary"][t]), boundaries + 1) and len(boundaries)
 
 
 def test_innings_weights_cover_every_regular_innings(deliveries):
