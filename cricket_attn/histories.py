@@ -1,0 +1,98 @@
+"""Players' earlier matches: for a ball, its batter's last K balls faced and its bowler's last K balls
+bowled in matches played before this match's date.
+
+The same rule everywhere (training, evaluation, prediction): a history holds only balls of matches on
+an earlier date, so no later match can change an earlier ball's inputs, and a match never sees itself.
+Players are keyed by their Cricsheet registry id where the file gives one (two players can share a
+name), else by name. Super overs are left out, as they are of the sequences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+ROLES = ("batter", "bowler")
+# What each history ball carries: its outcome class, who was at the other end of it (the bowler for a
+# batter's ball, the batter for a bowler's), its phase and season, and its date (days since 1970).
+TOKEN_COLUMNS = ("outcome", "opponent", "phase", "season", "day")
+NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
+
+
+def player_key(d: pd.DataFrame, role: str) -> np.ndarray:
+    """Each delivery's batter or bowler as the history knows him: registry id, else name."""
+    names = d[role].astype(str).to_numpy(dtype=object)
+    column = f"{role}_id"
+    if column not in d.columns:
+        return names
+    ids = d[column].astype(object).to_numpy()
+    return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
+
+
+def days(dates: pd.Series) -> np.ndarray:
+    return dates.to_numpy().astype("datetime64[D]").astype(np.int64)
+
+
+@dataclass
+class HistoryStore:
+    """Every player's balls in one role, grouped by player and oldest first within a player:
+    `tokens[c][i]` is column c of the i-th ball; `keys` are sorted (player code, day) pairs for the
+    search, and `players` maps a player key to its code."""
+
+    role: str
+    players: dict[str, int]
+    keys: np.ndarray  # (N,) int64: code * 2^20 + day, ascending
+    tokens: dict[str, np.ndarray]
+
+    @classmethod
+    def build(cls, deliveries: pd.DataFrame, role: str) -> HistoryStore:
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        d = deliveries[~deliveries["is_super_over"].astype(bool)]
+        codes, uniques = pd.factorize(pd.Series(player_key(d, role)), sort=False)
+        day = days(d["date"])
+        # Chronological within a player: by day, then by the table's own order (innings, delivery).
+        order = np.lexsort((np.arange(len(d)), day, codes))
+        opponent = ROLES[1 - ROLES.index(role)]
+        tokens = {
+            "outcome": d["outcome"].cat.codes.to_numpy()[order].astype(np.int64),
+            "opponent": d[opponent].astype(str).to_numpy(dtype=object)[order],
+            "phase": d["phase"].cat.codes.to_numpy()[order].astype(np.int64),
+            "season": d["season"].to_numpy(dtype=np.int64)[order],
+            "day": day[order],
+        }
+        keys = codes[order].astype(np.int64) * (1 << 20) + day[order]
+        return cls(role, {str(p): i for i, p in enumerate(uniques)}, keys, tokens)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def before(self, players: np.ndarray, day: np.ndarray, k: int) -> np.ndarray:
+        """(Q, k) indexes into the tokens: for each query (player key, day), that player's last k balls
+        on earlier days, oldest first, right-aligned; NO_BALL where he has fewer (or is unknown)."""
+        code = np.array([self.players.get(str(p), -1) for p in players], dtype=np.int64)
+        known = code >= 0
+        end = np.searchsorted(self.keys, np.where(known, code, 0) * (1 << 20) + day, side="left")
+        start = np.searchsorted(self.keys, np.where(known, code, 0) * (1 << 20), side="left")
+        index = end[:, None] - k + np.arange(k)[None, :]  # (Q, k): the k slots before `end`
+        valid = known[:, None] & (index >= start[:, None])
+        return np.where(valid, index, NO_BALL)
+
+
+def innings_histories(d: pd.DataFrame, store: HistoryStore, k: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """For the deliveries `d` of regular innings: (slot, index, players) where `players` lists each
+    innings' distinct players in the store's role, `slot` (N,) is each ball's player's place in its
+    innings' list, and `index` (n_players_total, k) their histories (`HistoryStore.before`) as of the
+    match's date. Histories are per innings and player, as they do not change within an innings."""
+    key = player_key(d, store.role)
+    innings = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
+    pairs = pd.DataFrame({"innings": innings, "player": key})
+    first = ~pairs.duplicated()
+    listed = pairs[first].reset_index(drop=True)
+    # Each ball's player's place among its innings' distinct players, in order of appearance.
+    listed["slot"] = listed.groupby("innings").cumcount()
+    slot = pairs.merge(listed, on=["innings", "player"], how="left")["slot"].to_numpy(dtype=np.int64)
+    index = store.before(listed["player"].to_numpy(), days(d["date"])[first.to_numpy()], k)
+    return slot, index, listed
