@@ -108,12 +108,15 @@ def run_ablation(cfg: DictConfig) -> str:
         if failed:
             log.warning("%d run(s) failed: %s; run the same command again to retry them", len(failed),
                         ", ".join(map(str, failed)))
-    table = report(cfg)
+    rows, seeds = comparisons(cfg)
+    table = report(cfg, rows)
     folder = Path(cfg.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / "ablation.md") as tmp:
         tmp.write_text(table)
-    log_report(cfg, table)
+    with atomic_path(folder / "ablation_seeds.csv") as tmp:
+        seeds.to_csv(tmp, index=False, float_format="%.6g")
+    log_report(cfg, table, rows, folder / "ablation_seeds.csv")
     print(table)
     print(f"written: {folder / 'ablation.md'}")
     return table
@@ -127,43 +130,49 @@ def seed_averaged_difference(variant: list[pd.DataFrame], reference: list[pd.Dat
     return match_bootstrap(mean["diff"].to_numpy(), mean["match_id"], n_boot)
 
 
-def comparisons(cfg: DictConfig) -> pd.DataFrame:
-    """One row per variant and protocol: seeds, mean log loss and ECE over seeds, epochs chosen, and the
-    seed-averaged paired difference from the default (positive: the variant is worse)."""
+def comparisons(cfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary, seeds). The summary has one row per variant and protocol: seeds, mean log loss and ECE
+    over seeds, epochs chosen, and the seed-averaged paired difference from the reference (positive: the
+    variant is worse). `seeds` has one row per run, with its own paired difference."""
     client = tracking.MlflowClient(cfg.paths.mlflow_uri)
     runs = finished_runs(cfg)
     scored: dict[str, pd.DataFrame] = {}
 
-    def frame(run_id: str) -> pd.DataFrame:
-        if run_id not in scored:
-            scored[run_id] = tracking.load_scored(cfg.paths.mlflow_uri, run_id)
-        return scored[run_id]
+    def frame(job: Job) -> pd.DataFrame:
+        if job not in scored:
+            scored[job] = tracking.load_scored(cfg.paths.mlflow_uri, runs[job])
+        return scored[job]
 
-    rows = []
+    rows, per_seed = [], []
     for protocol in cfg.protocols:
         for variant in cfg.variants:
             against = cfg.get("against", {}).get(variant, REFERENCE)
             seeds = sorted(job.seed for job in runs if job.variant == variant and job.protocol == protocol)
             if not seeds:
                 continue
-            metrics = [client.get_run(runs[Job(variant, protocol, s)]).data.metrics for s in seeds]
+            for s in seeds:
+                m = client.get_run(runs[Job(variant, protocol, s)]).data.metrics
+                seed_row = {"protocol": protocol, "variant": variant, "seed": s, "run_id": runs[Job(variant, protocol, s)],
+                            "log_loss": m["test/log_loss"], "ece": m["test/ece"], "epochs": m.get("selection/epochs"),
+                            "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss"))}
+                if variant != against and Job(against, protocol, s) in runs:
+                    seed_row["diff"] = float(paired_losses(frame(Job(variant, protocol, s)),
+                                                           frame(Job(against, protocol, s)))["diff"].mean())
+                per_seed.append(seed_row)
+            mine = pd.DataFrame([r for r in per_seed if r["variant"] == variant and r["protocol"] == protocol])
             row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
-                   "log_loss": sum(m["test/log_loss"] for m in metrics) / len(seeds),
-                   "ece": sum(m["test/ece"] for m in metrics) / len(seeds),
-                   "epochs": sum(m.get("selection/epochs", 0) for m in metrics) / len(seeds)}
+                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].mean().to_dict()}
             paired = [s for s in seeds if Job(against, protocol, s) in runs]
             if variant != against and paired:
                 row["paired_seeds"] = len(paired)
-                row.update(seed_averaged_difference([frame(runs[Job(variant, protocol, s)]) for s in paired],
-                                                    [frame(runs[Job(against, protocol, s)]) for s in paired],
-                                                    cfg.n_boot))
+                row.update(seed_averaged_difference([frame(Job(variant, protocol, s)) for s in paired],
+                                                    [frame(Job(against, protocol, s)) for s in paired], cfg.n_boot))
             rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), pd.DataFrame(per_seed)
 
 
-def report(cfg: DictConfig) -> str:
-    """The comparisons as a markdown table, variants down, protocols across."""
-    rows = comparisons(cfg)
+def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
+    """The summary of `comparisons` as a markdown table, variants down, protocols across."""
     if rows.empty:
         return f"# Ablation `{cfg.name}`\n\nNo finished runs yet.\n"
     protocols = [p for p in cfg.protocols if p in set(rows["protocol"])]
@@ -171,7 +180,9 @@ def report(cfg: DictConfig) -> str:
     lines = [f"# Ablation `{cfg.name}`", "",
              "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons, "
              "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
-             "both have, with a 95% bootstrap interval by match. Positive: the variant is worse.", "",
+             "both have, with a 95% bootstrap interval by match. Positive: the variant is worse. Protocols: "
+             + "; ".join(f"`{p}` {' '.join(o) if o else '(the default split)'}" for p, o in cfg.protocols.items())
+             + ". Every run's own numbers are in `ablation_seeds.csv`.", "",
              head, "|" + "---|" * (1 + 2 * len(protocols))]
     for variant in [v for v in cfg.variants if v in set(rows["variant"])]:
         cells = []
@@ -191,12 +202,14 @@ def report(cfg: DictConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def log_report(cfg: DictConfig, table: str) -> None:
+def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path) -> None:
     """The report as an MLflow run of the ablation experiment: the table as its description and artifact,
-    each variant's paired difference as metrics (`<protocol>/<variant>/diff`)."""
-    rows = comparisons(cfg)
+    each variant's paired difference as metrics (`<protocol>/<variant>/diff`), every run's numbers."""
     uri = cfg.paths.mlflow_uri
     client = tracking.MlflowClient(uri)
+    exp = client.get_experiment_by_name(cfg.experiment)
+    for old in client.search_runs([exp.experiment_id], f"tags.ablation_summary = '{cfg.name}'") if exp else []:
+        client.delete_run(old.info.run_id)  # one summary per ablation: the latest report
     run_id = tracking.start_run(uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name},
                                 description=table)
     for r in rows.to_dict("records"):
@@ -204,6 +217,7 @@ def log_report(cfg: DictConfig, table: str) -> None:
             if key in r and pd.notna(r[key]):
                 client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
     client.log_text(run_id, table, "ablation.md")
+    client.log_artifact(run_id, str(seeds_csv))
     tracking.end_run(uri, run_id, "FINISHED")
 
 

@@ -1,0 +1,59 @@
+"""The ablation set runs each variant as an ordinary tracked training run, pairs it with the default,
+and continues a stopped ablation without training anything twice."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from cricket_attn.ablation import Job, finished_runs, plan, run_ablation, train_command
+from cricket_attn.config import CONF_DIR
+from tests.conftest import FIXTURES
+
+TINY = [f"data.sources=[{FIXTURES}]", "data.min_count=5", "data.batch_size=8", "model.d_model=8", "model.n_heads=2",
+        "model.n_layers=1", "trainer.max_epochs=2", "optim.warmup_steps=2", "data.teacher.folds=3",
+        "data.teacher.model.max_iter=20"]
+
+
+def ablation_config(folder, *overrides: str):
+    extra = ",".join(f"'{o}'" for o in [*TINY, f"data.data_dir={folder / 'data'}"])
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="ablation", overrides=[
+            f"output_dir={folder / 'out'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", "n_boot=200",
+            f"extra=[{extra}]", *overrides])
+
+
+def test_plan_is_seed_by_seed_and_checks_the_variants(tmp_path):
+    cfg = ablation_config(tmp_path, "only=[self_only]", "seeds=[0,1]")
+    assert plan(cfg) == [Job(v, p, s) for s in (0, 1) for v in ("default", "self_only") for p in ("test", "season_back")]
+    assert len(plan(ablation_config(tmp_path))) == 3 * 2 * len(ablation_config(tmp_path).variants)
+    with pytest.raises(ValueError, match=r"only: unknown variant\(s\) \['selfonly'\]"):
+        plan(ablation_config(tmp_path, "only=[selfonly]"))
+    command = train_command(cfg, Job("self_only", "season_back", 1))
+    assert "model.context=0" in command and "data.split.train_until=2022" in command and "seed=1" in command
+    assert "+logger.tags.variant=self_only" in command and "ensemble=1" in command
+
+
+def test_ablation_runs_pairs_and_continues(tmp_path):
+    cfg = ablation_config(tmp_path, "only=[self_only]", "seeds=[0]")
+    table = run_ablation(cfg)
+    runs = finished_runs(cfg)
+    assert set(runs) == set(plan(cfg))  # four ordinary training runs, all finished and tagged
+    from mlflow import MlflowClient
+
+    client = MlflowClient(cfg.paths.mlflow_uri)
+    run = client.get_run(runs[Job("self_only", "season_back", 0)])
+    assert run.data.tags["protocol"] == "season_back" and run.data.tags["variant"] == "self_only"
+    assert run.data.params["model.context"] == "0" and run.data.params["data.split.test"] == "[2024]"
+    # The report pairs self_only with the default, per protocol, from the runs' scored test balls.
+    assert "| self_only |" in table and "| default |" in table and table.count("[") >= 2
+    seeds = pd.read_csv(tmp_path / "out" / "ablation_seeds.csv")
+    assert len(seeds) == 4 and seeds.loc[seeds["variant"] == "self_only", "diff"].notna().all()
+    assert (tmp_path / "out" / "test" / "self_only" / "seed0" / "train.log").is_file()
+    summary = client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")
+    assert len(summary) == 1 and "test/self_only/diff" in summary[0].data.metrics
+    # Run again: nothing is trained twice, the same table comes back.
+    again = run_ablation(cfg)
+    assert finished_runs(cfg) == runs and again == table
+    assert len(client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")) == 1
