@@ -24,6 +24,9 @@ class CricketDataModule(pl.LightningDataModule):
     With `refit=True` the encoder and the training set take the validation seasons too: the second
     stage of "choose epochs on 2024, then refit through 2024". Test seasons are never fitted on.
 
+    `history_balls` K gives each ball its batter's and bowler's last K balls of earlier matches
+    (cricket_attn.histories), taken from the whole table: a history never holds a later match.
+
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
     teacher's out-of-fold probabilities for it (cricket_attn.teacher): the training batches then carry
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
@@ -33,7 +36,7 @@ class CricketDataModule(pl.LightningDataModule):
                  split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
                  rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
                  num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None,
-                 teacher: Mapping | None = None):
+                 teacher: Mapping | None = None, history_balls: int = 0):
         super().__init__()
         self.sources = list(sources) if sources else None
         self.data_dir = project_path(data_dir)
@@ -44,6 +47,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.refit, self.seed = refit, seed
         self.season_half_life = season_half_life
         self.teacher = dict(teacher) if teacher else None
+        self.history_balls = history_balls
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -63,9 +67,13 @@ class CricketDataModule(pl.LightningDataModule):
         if self.refit:
             labels = self.split.label(deliveries["season"])
             fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
+        # Players' histories come from every delivery there is: each ball's holds only earlier matches.
         if self.encoder is None:
-            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength, self.unit)
+            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength, self.unit,
+                                                                 self.history_balls, known=deliveries)
         else:  # restored from a checkpoint
+            if self.encoder.history_balls:
+                self.encoder.attach_histories(deliveries)
             train_set = self.encoder.encode(fit_on, out_of_fold=True)
         self.datasets = {
             "train": train_set,

@@ -81,18 +81,17 @@ class HistoryStore:
         return np.where(valid, index, NO_BALL)
 
 
-def innings_histories(d: pd.DataFrame, store: HistoryStore, k: int) -> tuple[np.ndarray, np.ndarray, list]:
-    """For the deliveries `d` of regular innings: (slot, index, players) where `players` lists each
-    innings' distinct players in the store's role, `slot` (N,) is each ball's player's place in its
-    innings' list, and `index` (n_players_total, k) their histories (`HistoryStore.before`) as of the
-    match's date. Histories are per innings and player, as they do not change within an innings."""
-    key = player_key(d, store.role)
-    innings = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
-    pairs = pd.DataFrame({"innings": innings, "player": key})
-    first = ~pairs.duplicated()
-    listed = pairs[first].reset_index(drop=True)
-    # Each ball's player's place among its innings' distinct players, in order of appearance.
-    listed["slot"] = listed.groupby("innings").cumcount()
-    slot = pairs.merge(listed, on=["innings", "player"], how="left")["slot"].to_numpy(dtype=np.int64)
-    index = store.before(listed["player"].to_numpy(), days(d["date"])[first.to_numpy()], k)
-    return slot, index, listed
+def sequence_histories(d: pd.DataFrame, store: HistoryStore, k: int,
+                       keys: tuple[str, ...] = ("match_id", "innings")) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """For the deliveries `d` of regular innings, grouped into sequences by `keys`: (slot, index, listed).
+    `listed` has each sequence's distinct players in the store's role, in order of appearance (columns
+    `sequence`, `player`, `slot`, `day`: the match's date); `slot` (N,) is each ball's player's place in
+    its sequence's list; `index` (len(listed), k) their histories as of the match's date
+    (`HistoryStore.before`). Histories are per sequence and player: they do not change within a match."""
+    sequence = d.groupby(list(keys), sort=False, observed=True).ngroup().to_numpy()
+    pairs = pd.DataFrame({"sequence": sequence, "player": player_key(d, store.role), "day": days(d["date"])})
+    listed = pairs.drop_duplicates(["sequence", "player"]).reset_index(drop=True)
+    listed["slot"] = listed.groupby("sequence").cumcount()
+    slot = pairs.merge(listed[["sequence", "player", "slot"]], on=["sequence", "player"], how="left")["slot"]
+    index = store.before(listed["player"].to_numpy(), listed["day"].to_numpy(), k)
+    return slot.to_numpy(dtype=np.int64), index, listed

@@ -8,17 +8,22 @@ the match state and the positional parts; its label is ball t's outcome.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
 from cricket_attn.features import RATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.histories import NO_BALL, ROLES, HistoryStore, sequence_histories
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"
 QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0, 1/32, ..., 1
+# A history ball as the model reads it: outcome class (-1: an empty slot), the opponent's id in the other
+# role's vocabulary, phase, and how long before the match it was, as floor(log2(days)) up to 15.
+HISTORY_FIELDS = ("outcome", "opponent", "phase", "age")
+HISTORY_AGE_BUCKETS = 16
 IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
 
 
@@ -60,6 +65,10 @@ class SequenceEncoder:
     last_season: int
     unit: str = "innings"
     quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
+    history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
+    # Where those come from: every player's balls in each role (`HistoryStore`), built from the whole
+    # deliveries table, not saved with the encoder (`attach_histories`).
+    histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
@@ -68,10 +77,15 @@ class SequenceEncoder:
 
     @classmethod
     def fit_encode(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-                   unit: str = "innings") -> tuple[SequenceEncoder, BallSequences]:
-        """Fit on the training deliveries and encode them (out of fold), computing their features once."""
+                   unit: str = "innings", history_balls: int = 0,
+                   known: pd.DataFrame | None = None) -> tuple[SequenceEncoder, BallSequences]:
+        """Fit on the training deliveries and encode them (out of fold), computing their features once.
+        With `history_balls`, players' histories come from `known` (every delivery there is: a history
+        only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
         if unit not in ("innings", "match"):
             raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
+        if history_balls < 0:
+            raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
         train = train[~train["is_super_over"].astype(bool)]
         enc = cls(
             batters=Vocab.fit(train["batter"], min_count),
@@ -79,8 +93,10 @@ class SequenceEncoder:
             venues=Vocab.fit(train["venue"], min_count),
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0), std=np.ones(0), first_season=int(train["season"].min()),
-            last_season=int(train["season"].max()), unit=unit,
+            last_season=int(train["season"].max()), unit=unit, history_balls=history_balls,
         )
+        if history_balls:
+            enc.attach_histories(train if known is None else known)
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
         enc.mean = numeric.mean(axis=0)
@@ -94,6 +110,42 @@ class SequenceEncoder:
         were fitted on, so that no row's features contain its own outcome."""
         rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
         return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
+
+    def attach_histories(self, known: pd.DataFrame) -> None:
+        """Build the players' histories the encoder reads from the deliveries `known`."""
+        self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
+
+    def history_tensors(self, d: pd.DataFrame, seq_id: np.ndarray) -> tuple[dict, dict]:
+        """(per ball, per sequence): each ball's `batter_slot` and `bowler_slot`, and each sequence's
+        `batter_history` and `bowler_history`, (n_seq, players, K, len(HISTORY_FIELDS)) integers."""
+        if self.histories is None:
+            raise ValueError("the encoder reads players' histories (history_balls="
+                             f"{self.history_balls}) but none are attached: call attach_histories(deliveries)")
+        keys = ("match_id",) if self.unit == "match" else ("match_id", "innings")
+        per_ball, per_sequence = {}, {}
+        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
+        for role, opponents in (("batter", self.bowlers), ("bowler", self.batters)):
+            store = self.histories[role]
+            slot, index, listed = sequence_histories(d, store, self.history_balls, keys)
+            empty = index == NO_BALL
+            at = np.where(empty, 0, index)
+
+            def take(values: np.ndarray, fill: int) -> np.ndarray:
+                return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
+
+            gap = np.maximum(listed["day"].to_numpy()[:, None] - take(store.tokens["day"], 0), 1)  # days before
+            tokens = np.stack([take(store.tokens["outcome"], -1),
+                               take(opponents.encode(pd.Series(store.tokens["opponent"])), 0),
+                               take(store.tokens["phase"], 0),
+                               np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
+                              axis=-1)  # (players, K, fields)
+            table = np.zeros((n_seq, int(listed["slot"].max()) + 1 if len(listed) else 1, self.history_balls,
+                              len(HISTORY_FIELDS)), dtype=np.int64)
+            table[..., 0] = -1
+            table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = tokens
+            per_ball[f"{role}_slot"] = slot
+            per_sequence[f"{role}_history"] = table
+        return per_ball, per_sequence
 
     def encode(self, d: pd.DataFrame, out_of_fold: bool = False) -> BallSequences:
         """Regular innings of `d` as sequences. Super overs are left out (their own tiny game)."""
@@ -126,7 +178,11 @@ class SequenceEncoder:
         }
         keys = ["match_id"] if self.unit == "match" else ["match_id", "innings"]
         seq_id = d.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
-        return BallSequences.from_flat(per_ball, numeric.astype(np.float32), seq_id)
+        per_sequence = {}
+        if self.history_balls:
+            slots, per_sequence = self.history_tensors(d, seq_id)
+            per_ball.update(slots)
+        return BallSequences.from_flat(per_ball, numeric.astype(np.float32), seq_id, per_sequence)
 
     def season_slot(self, season: pd.Series) -> np.ndarray:
         """0 for the first training season up to n_seasons - 1 for the last; later seasons share the last."""
@@ -141,6 +197,7 @@ class SequenceEncoder:
             "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
             "last_season": int(self.last_season), "unit": self.unit,
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
+            "history_balls": self.history_balls,
         }  # fmt: skip
 
     @classmethod
@@ -156,24 +213,28 @@ class SequenceEncoder:
         return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
                    np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
                    d["first_season"], d["last_season"], d["unit"],
-                   None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32))
+                   None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
+                   d.get("history_balls", 0))
 
     def model_dims(self) -> dict:
         """The data-dependent model settings."""
         return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
                 "n_venues": len(self.venues),
                 "n_seasons": self.last_season - self.first_season + 1,
-                "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist()}
+                "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
+                "history_balls": self.history_balls}
 
 
 class BallSequences(torch.utils.data.Dataset):
     """Sequences padded on the right into fixed tensors; a batch is trimmed to its longest member."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], lengths: torch.Tensor):
+    def __init__(self, tensors: dict[str, torch.Tensor], lengths: torch.Tensor, per_sequence: tuple[str, ...] = ()):
         self.tensors, self.lengths = tensors, lengths
+        self.per_sequence = per_sequence  # tensors with one entry per sequence, not per ball
 
     @classmethod
-    def from_flat(cls, per_ball: dict[str, np.ndarray], numeric: np.ndarray, seq_id: np.ndarray) -> BallSequences:
+    def from_flat(cls, per_ball: dict[str, np.ndarray], numeric: np.ndarray, seq_id: np.ndarray,
+                  per_sequence: dict[str, np.ndarray] | None = None) -> BallSequences:
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
         lengths = np.bincount(seq_id, minlength=n_seq)
         # Rows of a sequence are contiguous and in order: position = rank within the sequence.
@@ -192,7 +253,9 @@ class BallSequences(torch.utils.data.Dataset):
         mask = np.zeros((n_seq, T), dtype=bool)
         mask[seq_id, pos] = True
         tensors["mask"] = torch.from_numpy(mask)
-        return cls(tensors, torch.from_numpy(lengths))
+        per_sequence = per_sequence or {}
+        tensors.update({name: torch.from_numpy(values) for name, values in per_sequence.items()})
+        return cls(tensors, torch.from_numpy(lengths), tuple(per_sequence))
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -203,7 +266,7 @@ class BallSequences(torch.utils.data.Dataset):
     def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
         idx = torch.as_tensor(indices)
         T = int(self.lengths[idx].max())
-        return {name: t[idx, :T] for name, t in self.tensors.items()}
+        return {name: t[idx] if name in self.per_sequence else t[idx, :T] for name, t in self.tensors.items()}
 
     @property
     def max_len(self) -> int:

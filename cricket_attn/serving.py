@@ -46,7 +46,10 @@ class TrainedModel:
         return {str(m): int(n) for m, n in longest.items()}
 
     def score(self, deliveries: pd.DataFrame, desc: str | None = None) -> pd.DataFrame:
-        """`score_deliveries` with this model; `desc` names a progress bar (on a terminal)."""
+        """`score_deliveries` with this model; `desc` names a progress bar (on a terminal). A model that
+        reads players' histories takes them from these deliveries, unless some are attached already."""
+        if self.encoder.history_balls and self.encoder.histories is None:
+            self.encoder.attach_histories(deliveries)
         return score_deliveries(self.model, self.encoder, deliveries, desc=desc)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cricket_attn.histories import NO_BALL, ROLES, HistoryStore, days, innings_histories, player_key
+from cricket_attn.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories, player_key
 
 
 def brute_force(deliveries, role: str, player: str, day: int, k: int):
@@ -40,8 +40,8 @@ def test_a_later_match_never_changes_an_earlier_history(deliveries, role):
     cut = dates[len(dates) // 2]
     earlier = deliveries[deliveries["date"] <= cut]
     full, part = HistoryStore.build(deliveries, role), HistoryStore.build(earlier, role)
-    slot_full, index_full, listed_full = innings_histories(earlier, full, 32)
-    slot_part, index_part, listed_part = innings_histories(earlier, part, 32)
+    slot_full, index_full, listed_full = sequence_histories(earlier, full, 32)
+    slot_part, index_part, listed_part = sequence_histories(earlier, part, 32)
     assert np.array_equal(slot_full, slot_part) and listed_full.equals(listed_part)
     for column in ("outcome", "opponent", "phase", "season", "day"):
         a = np.where(index_full == NO_BALL, None, full.tokens[column][index_full].astype(object))
@@ -50,22 +50,22 @@ def test_a_later_match_never_changes_an_earlier_history(deliveries, role):
     assert (index_full != NO_BALL).any()
 
 
-def test_innings_histories_give_each_ball_its_players_slot(deliveries):
+def test_sequence_histories_give_each_ball_its_players_slot(deliveries):
     store = HistoryStore.build(deliveries, "bowler")
     match = deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[-1]]
     regular = match[~match["is_super_over"].astype(bool)]
-    slot, index, listed = innings_histories(regular, store, 16)
+    slot, index, listed = sequence_histories(regular, store, 16)
     assert len(slot) == len(regular) and index.shape == (len(listed), 16)
     innings = regular["innings"].to_numpy()
     for inn in np.unique(innings):
         bowlers = list(dict.fromkeys(player_key(regular[innings == inn], "bowler")))
-        mine = listed[listed["innings"] == listed["innings"].unique()[inn - 1]]
+        mine = listed[listed["sequence"] == listed["sequence"].unique()[inn - 1]]
         assert list(mine["player"]) == bowlers
         assert list(mine["slot"]) == list(range(len(bowlers)))
     # Every ball's slot points at its own bowler.
     keys = player_key(regular, "bowler")
     ngroup = regular.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
-    lookup = {(r.innings, r.slot): r.player for r in listed.itertuples()}
+    lookup = {(r.sequence, r.slot): r.player for r in listed.itertuples()}
     assert all(lookup[(g, s)] == k for g, s, k in zip(ngroup, slot, keys))
 
 

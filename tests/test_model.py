@@ -22,17 +22,27 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
     r = lambda high: torch.randint(0, high, (B, T), generator=g)  # noqa: E731
     # Legal-ball indexes as in an innings: a wide or no-ball (one in five here) does not move it on.
     legal = (torch.rand(B, T, generator=g) > 0.2).long().cumsum(1) - 1
-    return {
+    batch = {
         "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
         "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
         "legal_ball_index": legal.clamp(min=0), "ball_in_over": r(7), "over": r(20), "phase": r(3),
         "batter_balls": r(90), "bowler_balls": r(24), "season": r(cfg.n_seasons),
     }  # fmt: skip
+    if cfg.history_balls:  # 4 players a side, each with some history balls, the oldest slots empty
+        for role, opponents in (("batter", cfg.n_bowlers), ("bowler", cfg.n_batters)):
+            K, P = cfg.history_balls, 4
+            h = lambda high: torch.randint(0, high, (B, P, K), generator=g)  # noqa: E731
+            history = torch.stack([h(10), h(opponents), h(3), h(16)], dim=-1)
+            have = torch.randint(0, K + 1, (B, P, 1), generator=g)
+            history[..., 0] = history[..., 0].masked_fill(torch.arange(K) < K - have, -1)
+            batch[f"{role}_history"], batch[f"{role}_slot"] = history, r(P)
+    return batch
 
 # Each way attention can see the innings: windows, the ball itself only, RoPE, ALiBi, a learned absolute part.
 ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(relative_position="rope"),
                       dict(relative_position="alibi"), dict(relative_position="alibi", context=5),
-                      dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=())]
+                      dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=()),
+                      dict(history_balls=6)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -121,7 +131,7 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
         full = model(batch).softmax(-1)
         cache, start, parts = KVCache(cfg.n_layers), 0, []
         for size in chunks:
-            step = {name: t[:, start:start + size] for name, t in batch.items()}
+            step = {name: t if name.endswith("_history") else t[:, start:start + size] for name, t in batch.items()}
             parts.append(model(step, cache=cache).softmax(-1))
             start += size
         last = model(batch, last_only=True).softmax(-1)
@@ -289,3 +299,27 @@ def test_alibi_bias_falls_linearly_with_the_distance_in_legal_balls():
     for h in range(cfg.n_heads):
         expected = torch.exp(-slopes[h] * (legal[t] - legal[: t + 1]))
         assert torch.allclose(weights[0][0, h, t, : t + 1], expected / expected.sum(), atol=1e-6)
+
+
+def test_player_history_reaches_its_own_players_balls_only():
+    """A change to one batter's history moves the balls he faces (and, through attention, later balls)
+    and no ball before his first; an empty history reads only the "no history" value."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, history_balls=6)
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    changed = dict(batch, batter_history=batch["batter_history"].clone())
+    changed["batter_history"][:, 2, :, 0] = 4  # batter slot 2: every history ball a four
+    with torch.no_grad():
+        moved = (model(batch) - model(changed)).abs().amax(-1) > 1e-6
+    his = batch["batter_slot"] == 2
+    for b in range(3):
+        first = int(his[b].float().argmax())
+        assert his[b].any() and moved[b, his[b]].all() and not moved[b, :first].any()
+    with torch.no_grad():
+        empty = batch["batter_history"].clone()
+        empty[..., 0] = -1
+        x = torch.randn(3, 20, cfg.d_model)
+        out = model.batter_history(x, empty, batch["batter_slot"], model.bowler)
+        none_value = model.batter_history.out(model.batter_history.none[1].expand(3, 20, -1))
+    assert torch.allclose(out, none_value, atol=1e-6)

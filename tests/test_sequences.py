@@ -147,3 +147,37 @@ def test_bucket_sampler_shards_batches_across_data_parallel_processes():
     assert len({len(s) for s in shards}) == 1 and len(shards[0]) == len(whole) // 3  # every process as many steps
     seen = [tuple(b) for s in shards for b in s]
     assert len(seen) == len(set(seen)) and set(seen) <= {tuple(b) for b in whole}  # disjoint, from the same epoch
+
+
+def test_players_histories_in_the_batches(deliveries, parts):
+    """With history_balls, each sequence carries its players' histories and each ball its player's slot;
+    the histories of earlier matches never change when later matches are added to the known deliveries."""
+    from cricket_attn.histories import player_key
+
+    enc, train = SequenceEncoder.fit_encode(parts["train"], min_count=5, history_balls=8, known=deliveries)
+    assert SequenceEncoder.from_dict(enc.to_dict()).history_balls == 8 and enc.model_dims()["history_balls"] == 8
+    test = enc.encode(parts["test"])
+    batch = test.collate(list(range(len(test))))
+    B, P = batch["batter_history"].shape[:2]
+    assert batch["batter_history"].shape == (B, P, 8, 4) and batch["batter_slot"].shape == batch["batter"].shape
+    real = batch["mask"]
+    assert (batch["batter_slot"][real] < P).all() and (batch["bowler_slot"][real] < batch["bowler_history"].shape[1]).all()
+    # Balls with the same batter in a sequence share his slot; different batters have different slots.
+    names = parts["test"][~parts["test"]["is_super_over"].astype(bool)]
+    key = player_key(names, "batter")
+    rows = batch["row"][real].numpy()
+    pairs = set(zip(batch["batter_slot"][real].tolist(), key[rows], np.nonzero(real.numpy())[0]))
+    assert len({(s, seq) for s, _, seq in pairs}) == len({(k, seq) for _, k, seq in pairs})
+    outcome = batch["batter_history"][..., 0]
+    assert (outcome >= -1).all() and (outcome < 10).all() and (outcome >= 0).any()  # some 2025-26 batters played before
+    # The same test balls, with only the matches up to the test seasons known: identical inputs.
+    earlier = deliveries[deliveries["season"] <= parts["test"]["season"].max()]
+    enc.attach_histories(earlier[earlier["date"] <= parts["test"]["date"].max()])
+    again = enc.encode(parts["test"]).collate(list(range(len(test))))
+    assert all(torch.equal(batch[k], again[k]) for k in batch)
+    enc.attach_histories(deliveries[deliveries["season"] < parts["test"]["season"].min()])  # only earlier seasons
+    fewer = enc.encode(parts["test"]).collate(list(range(len(test))))
+    first_day = parts["test"]["date"].min()
+    firsts = np.isin(names["date"].to_numpy()[rows], [first_day])
+    seq_of_first = np.unique(np.nonzero(real.numpy())[0][firsts])
+    assert torch.equal(batch["batter_history"][seq_of_first], fewer["batter_history"][seq_of_first])

@@ -191,3 +191,22 @@ def test_a_source_with_nothing_to_train_on_is_one_error_before_any_work(tmp_path
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match=f"data.sources: nothing to train on in {tmp_path / 'empty'}: no match file"):
         train(tiny_train_config(tmp_path, f"data.sources=[{tmp_path / 'empty'}]"))
+
+
+def test_a_model_reading_players_histories_trains_and_serves(tmp_path):
+    """data.history_balls: the run trains and tests; the checkpoint, served on the test matches with the
+    histories of every match known (as cricket-attn-evaluate attaches them), gives the report's numbers."""
+    import hydra
+
+    from cricket_attn.metrics import score
+    from cricket_attn.serving import from_checkpoint
+
+    cfg = tiny_train_config(tmp_path, "data.history_balls=8", "~logger", "refit=false", "calibrate=false")
+    results = train(cfg)
+    trained = from_checkpoint(results["checkpoint"])
+    assert trained.encoder.history_balls == 8 and trained.model.cfg.history_balls == 8
+    dm = hydra.utils.instantiate(cfg.data)
+    dm.setup("test")
+    trained.encoder.attach_histories(dm.tables.deliveries)
+    test = dm.split.split(dm.tables.deliveries)["test"]
+    assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
