@@ -2,7 +2,10 @@
 
 Usage: python benchmarks/train_speed.py [--d-model 64] [--n-layers 2] [--epochs 2] [--accelerator cpu]
        [--precision 32-true] [--batch-size 64] [--numeric-embedding bins] [--numeric-hidden 256]
+       [--history-balls 0 32 128]
 Times `Trainer.fit` over the training seasons with validation off, so the number is training alone.
+`--history-balls` times each K of players' histories in the same run (0: none, the default model); the
+peak RSS column is the process's peak so far.
 On a GPU, pass --accelerator gpu --precision bf16-mixed --batch-size 1024. Prints a table last.
 """
 
@@ -32,11 +35,21 @@ def main() -> None:
     p.add_argument("--precision", default="32-true")
     p.add_argument("--numeric-embedding", default="bins", choices=["bins", "mlp", "periodic"])
     p.add_argument("--numeric-hidden", type=int, default=None, help="default: d_model")
+    p.add_argument("--history-balls", type=int, nargs="+", default=[0], help="players' history lengths to time")
     args = p.parse_args()
+    rows = [time_training(args, k) for k in args.history_balls]
+    device = torch.cuda.get_device_name() if args.accelerator == "gpu" else platform.processor() or platform.machine()
+    print(f"device: {device}; torch {torch.__version__}; threads {torch.get_num_threads()}")
+    print(f"{'model':<56} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'peak RSS GB':>12}"
+          + (f" {'GPU peak GB':>12}" if args.accelerator == "gpu" else ""))
+    for row in rows:
+        print(row)
 
+
+def time_training(args, history_balls: int) -> str:
     cfg = load_data_config("ipl")
     dm = CricketDataModule(None, cfg.data_dir, OmegaConf.to_container(cfg.phases), OmegaConf.to_container(cfg.split),
-                           min_count=50, batch_size=args.batch_size)
+                           min_count=50, batch_size=args.batch_size, history_balls=history_balls)
     dm.prepare_data()
     dm.setup("fit")
     model = dict(dm.encoder.model_dims(), d_model=args.d_model, n_heads=4, n_layers=args.n_layers, max_len=160,
@@ -50,16 +63,12 @@ def main() -> None:
     trainer.fit(module, dm)
     seconds = time.perf_counter() - start
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-    device = torch.cuda.get_device_name() if args.accelerator == "gpu" else platform.processor() or platform.machine()
     gpu_peak = torch.cuda.max_memory_allocated() / 1024**3 if args.accelerator == "gpu" else None
-
-    print(f"device: {device}; torch {torch.__version__}; threads {torch.get_num_threads()}")
-    print(f"{'model':<40} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'peak RSS GB':>12}"
-          + (f" {'GPU peak GB':>12}" if gpu_peak is not None else ""))
     name = f"d_model={args.d_model}, {args.n_layers} layers, {args.numeric_embedding}"
     name += f" (hidden {args.numeric_hidden})" if args.numeric_hidden else ""
-    print(f"{name:<40} {deliveries:>11,} {seconds:>8.1f} "
-          f"{deliveries / seconds:>13,.0f} {peak_gb:>12.2f}" + (f" {gpu_peak:>12.2f}" if gpu_peak is not None else ""))
+    name += f", histories K={history_balls}" if history_balls else ""
+    return (f"{name:<56} {deliveries:>11,} {seconds:>8.1f} {deliveries / seconds:>13,.0f} {peak_gb:>12.2f}"
+            + (f" {gpu_peak:>12.2f}" if gpu_peak is not None else ""))
 
 
 if __name__ == "__main__":

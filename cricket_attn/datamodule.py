@@ -26,6 +26,7 @@ class CricketDataModule(pl.LightningDataModule):
 
     `history_balls` K gives each ball its batter's and bowler's last K balls of earlier matches
     (cricket_attn.histories), taken from the whole table: a history never holds a later match.
+    `first_innings` gives each chase every ball of its first innings.
 
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
     teacher's out-of-fold probabilities for it (cricket_attn.teacher): the training batches then carry
@@ -36,7 +37,7 @@ class CricketDataModule(pl.LightningDataModule):
                  split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
                  rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
                  num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None,
-                 teacher: Mapping | None = None, history_balls: int = 0):
+                 teacher: Mapping | None = None, history_balls: int = 0, first_innings: bool = False):
         super().__init__()
         self.sources = list(sources) if sources else None
         self.data_dir = project_path(data_dir)
@@ -47,7 +48,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.refit, self.seed = refit, seed
         self.season_half_life = season_half_life
         self.teacher = dict(teacher) if teacher else None
-        self.history_balls = history_balls
+        self.history_balls, self.first_innings = history_balls, first_innings
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -70,7 +71,7 @@ class CricketDataModule(pl.LightningDataModule):
         # Players' histories come from every delivery there is: each ball's holds only earlier matches.
         if self.encoder is None:
             self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength, self.unit,
-                                                                 self.history_balls, known=deliveries)
+                                                                 self.history_balls, deliveries, self.first_innings)
         else:  # restored from a checkpoint
             if self.encoder.history_balls:
                 self.encoder.attach_histories(deliveries)

@@ -60,6 +60,8 @@ class ModelConfig:
     # earlier matches (given by the data encoder, `data.history_balls`); 0 for none.
     history_balls: int = 0
     history_age_buckets: int = 16  # how long ago a history ball was, in log2(days) buckets
+    # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
+    first_innings: bool = False
     numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
     numeric_hidden: int | None = None  # mlp and bins: hidden width of the MLP into d_model (None: d_model)
     numeric_frequencies: int = 8  # periodic: learned frequencies per feature
@@ -246,7 +248,7 @@ class KVCache:
         self.keys: list[torch.Tensor | None] = [None] * n_layers
         self.values: list[torch.Tensor | None] = [None] * n_layers
         self.legal_balls: torch.Tensor | None = None  # (B, past)
-        self.histories: dict[str, tuple[torch.Tensor, ...]] = {}  # players' histories, encoded once per innings
+        self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
 
     @property
     def length(self) -> int:
@@ -348,55 +350,57 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.out(y))
 
 
-class PlayerHistory(nn.Module):
-    """Cross-attention from each ball to its player's last K balls of earlier matches (a batter's balls
-    faced, or a bowler's balls bowled). A history ball is its outcome, the opponent (through the other
-    role's player table, shared with the ball's own input), its phase, how long ago (log2 days) and how
-    many balls ago. A learned "no history" key lets a ball look nowhere, so a debutant's ball reads
-    nothing. Histories do not change within an innings: their keys and values are computed once per
-    innings and kept in the KV cache."""
+class ContextAttention(nn.Module):
+    """Cross-attention from each ball to context balls from outside its innings: its batter's last K balls
+    of earlier matches (or its bowler's), or, for the chase, the first innings. A context ball is its
+    outcome, a player (through the model's player table: the bowler who bowled to a batter, the batter a
+    bowler bowled to, the batter of a first-innings ball), its phase, when (log2 days ago for a history,
+    the over for the first innings) and its place in the context. A learned "nothing" key lets a ball look
+    nowhere, so a debutant's ball, or a first innings' ball, reads nothing. The context does not change
+    within an innings: its keys and values are computed once per innings and kept in the KV cache."""
 
-    def __init__(self, cfg: ModelConfig, role: str):
+    def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int):
         super().__init__()
-        self.role, self.n_heads = role, cfg.n_heads
+        self.name, self.n_heads = name, cfg.n_heads
         self.outcome = nn.Embedding(N_OUTCOMES + 1, cfg.d_model)  # + an empty slot
         self.phase = nn.Embedding(3, cfg.d_model)
-        self.age = nn.Embedding(cfg.history_age_buckets, cfg.d_model)
-        self.balls_ago = nn.Embedding(cfg.history_balls, cfg.d_model)
+        self.when = nn.Embedding(n_when, cfg.d_model)
+        self.place = nn.Embedding(n_places, cfg.d_model)
         self.ln_tokens = nn.LayerNorm(cfg.d_model)
         self.ln_ball = nn.LayerNorm(cfg.d_model)
         self.q = nn.Linear(cfg.d_model, cfg.d_model)
         self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
-        self.none = nn.Parameter(torch.zeros(2, cfg.d_model))  # the "no history" key and value
+        self.none = nn.Parameter(torch.zeros(2, cfg.d_model))  # the "nothing" key and value
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def keys_values(self, history: torch.Tensor, opponent: nn.Embedding) -> tuple[torch.Tensor, ...]:
-        """(B, P, K, 4) history tokens of P players -> keys and values (B, H, P * (K + 1), hd), each
-        player's "no history" key first, and each key's player and whether it holds a ball, (B, P * (K + 1))."""
-        outcome, opp, phase, age = history.unbind(-1)
+    def keys_values(self, context: torch.Tensor, players: nn.Embedding) -> tuple[torch.Tensor, ...]:
+        """(B, P, K, 4) context balls in P sets (one per player, or the one first innings) -> keys and values
+        (B, H, P * (K + 1), hd), each set's "nothing" key first, and each key's set and whether it holds a
+        ball, (B, P * (K + 1))."""
+        outcome, player, phase, when = context.unbind(-1)
         empty = outcome < 0
         B, P, K = outcome.shape
-        x = (self.outcome(outcome.masked_fill(empty, N_OUTCOMES)) + opponent(opp) + self.phase(phase)
-             + self.age(age) + self.balls_ago(torch.arange(K, device=history.device)))  # (B, P, K, C)
+        x = (self.outcome(outcome.masked_fill(empty, N_OUTCOMES)) + players(player) + self.phase(phase)
+             + self.when(when) + self.place(torch.arange(K, device=context.device)))  # (B, P, K, C)
         kv = torch.cat([self.none.view(1, 1, 1, -1).expand(B, P, 1, -1), self.kv(self.ln_tokens(x))], dim=2)
         hd = kv.size(-1) // 2 // self.n_heads
         k, v = kv.view(B, P * (K + 1), 2, self.n_heads, hd).permute(2, 0, 3, 1, 4)  # each (B, H, P * (K + 1), hd)
-        player = torch.arange(P, device=history.device).repeat_interleave(K + 1).expand(B, -1)
+        owner = torch.arange(P, device=context.device).repeat_interleave(K + 1).expand(B, -1)
         seen = torch.cat([torch.ones_like(empty[..., :1]), ~empty], dim=-1).view(B, P * (K + 1))
-        return k, v, player, seen
+        return k, v, owner, seen
 
-    def forward(self, x: torch.Tensor, history: torch.Tensor, slot: torch.Tensor, opponent: nn.Embedding,
+    def forward(self, x: torch.Tensor, context: torch.Tensor, slot: torch.Tensor, players: nn.Embedding,
                 cache: KVCache | None = None) -> torch.Tensor:
-        """x (B, T, C), history (B, P, K, 4), slot (B, T): each ball's player among the P -> (B, T, C).
-        All players' keys form one sequence; a mask keeps each ball to its own player's."""
+        """x (B, T, C), context (B, P, K, 4), slot (B, T): each ball's set among the P -> (B, T, C).
+        All sets' keys form one sequence; a mask keeps each ball to its own set's."""
         B, T, C = x.shape
-        if cache is not None and self.role in cache.histories:
-            k, v, player, seen = cache.histories[self.role]
+        if cache is not None and self.name in cache.contexts:
+            k, v, owner, seen = cache.contexts[self.name]
         else:
-            k, v, player, seen = self.keys_values(history, opponent)
+            k, v, owner, seen = self.keys_values(context, players)
             if cache is not None:
-                cache.histories[self.role] = (k, v, player, seen)
-        mask = (slot[:, :, None] == player[:, None, :]) & seen[:, None, :]  # (B, T, P * (K + 1))
+                cache.contexts[self.name] = (k, v, owner, seen)
+        mask = (slot[:, :, None] == owner[:, None, :]) & seen[:, None, :]  # (B, T, P * (K + 1))
         q = self.q(self.ln_ball(x)).view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
@@ -448,8 +452,10 @@ class CricketTransformer(nn.Module):
             self.numeric = numeric_mlp(cfg.n_numeric, cfg)
         self.position = CricketPositionalEncoding(cfg)
         if cfg.history_balls:
-            self.batter_history = PlayerHistory(cfg, "batter")
-            self.bowler_history = PlayerHistory(cfg, "bowler")
+            self.batter_history = ContextAttention(cfg, "batter_history", cfg.history_balls, cfg.history_age_buckets)
+            self.bowler_history = ContextAttention(cfg, "bowler_history", cfg.history_balls, cfg.history_age_buckets)
+        if cfg.first_innings:
+            self.first_innings = ContextAttention(cfg, "first_innings", cfg.max_len, cfg.max_overs)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
@@ -489,6 +495,8 @@ class CricketTransformer(nn.Module):
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
             x = (x + self.batter_history(x, batch["batter_history"], batch["batter_slot"], self.bowler, cache)
                  + self.bowler_history(x, batch["bowler_history"], batch["bowler_slot"], self.batter, cache))
+        if self.cfg.first_innings:
+            x = x + self.first_innings(x, batch["first_innings"], batch["first_innings_slot"], self.batter, cache)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, batch["legal_ball_index"], cache, i, attention)

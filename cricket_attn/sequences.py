@@ -66,6 +66,7 @@ class SequenceEncoder:
     unit: str = "innings"
     quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
     history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
+    first_innings: bool = False  # each chase sequence also gets every ball of its match's first innings
     # Where those come from: every player's balls in each role (`HistoryStore`), built from the whole
     # deliveries table, not saved with the encoder (`attach_histories`).
     histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
@@ -77,8 +78,8 @@ class SequenceEncoder:
 
     @classmethod
     def fit_encode(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-                   unit: str = "innings", history_balls: int = 0,
-                   known: pd.DataFrame | None = None) -> tuple[SequenceEncoder, BallSequences]:
+                   unit: str = "innings", history_balls: int = 0, known: pd.DataFrame | None = None,
+                   first_innings: bool = False) -> tuple[SequenceEncoder, BallSequences]:
         """Fit on the training deliveries and encode them (out of fold), computing their features once.
         With `history_balls`, players' histories come from `known` (every delivery there is: a history
         only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
@@ -86,6 +87,8 @@ class SequenceEncoder:
             raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
         if history_balls < 0:
             raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
+        if first_innings and unit != "innings":
+            raise ValueError("data.first_innings needs data.unit=innings (a match sequence holds the first innings already)")
         train = train[~train["is_super_over"].astype(bool)]
         enc = cls(
             batters=Vocab.fit(train["batter"], min_count),
@@ -94,6 +97,7 @@ class SequenceEncoder:
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0), std=np.ones(0), first_season=int(train["season"].min()),
             last_season=int(train["season"].max()), unit=unit, history_balls=history_balls,
+            first_innings=first_innings,
         )
         if history_balls:
             enc.attach_histories(train if known is None else known)
@@ -182,7 +186,32 @@ class SequenceEncoder:
         if self.history_balls:
             slots, per_sequence = self.history_tensors(d, seq_id)
             per_ball.update(slots)
+        if self.first_innings:
+            per_sequence["first_innings"] = self.first_innings_tensor(d, seq_id, per_ball)
+            per_ball["first_innings_slot"] = np.zeros(len(d), dtype=np.int64)
         return BallSequences.from_flat(per_ball, numeric.astype(np.float32), seq_id, per_sequence)
+
+    def first_innings_tensor(self, d: pd.DataFrame, seq_id: np.ndarray, per_ball: dict) -> np.ndarray:
+        """(n_seq, 1, longest first innings, 4): for each chase sequence, every ball of its match's first
+        innings in order (outcome, batter id, phase, over); an empty set (outcome -1) for the others. The
+        first innings is over before the chase starts, so every chase ball may read all of it."""
+        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
+        first = (d["innings"].to_numpy() == 1) & (per_ball["innings_marker"] == 0)
+        match = d["match_id"].astype(str).to_numpy()
+        order = np.flatnonzero(first)
+        place = pd.Series(order).groupby(match[order], sort=False).cumcount().to_numpy()
+        longest = int(place.max()) + 1 if len(place) else 1
+        table = np.zeros((n_seq, 1, longest, len(HISTORY_FIELDS)), dtype=np.int64)
+        table[..., 0] = -1
+        chase = (d["innings"].to_numpy() == 2) & (per_ball["innings_marker"] == 1)
+        chase_of = pd.Series(seq_id[chase], index=match[chase])
+        chase_of = chase_of[~chase_of.index.duplicated()]
+        has_chase = np.isin(match[order], chase_of.index)
+        rows, at = order[has_chase], place[has_chase]
+        seq = chase_of.reindex(match[rows]).to_numpy()
+        table[seq, 0, at] = np.stack([per_ball["outcome"][rows], per_ball["batter"][rows], per_ball["phase"][rows],
+                                      per_ball["over"][rows]], axis=-1)
+        return table
 
     def season_slot(self, season: pd.Series) -> np.ndarray:
         """0 for the first training season up to n_seasons - 1 for the last; later seasons share the last."""
@@ -197,7 +226,7 @@ class SequenceEncoder:
             "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
             "last_season": int(self.last_season), "unit": self.unit,
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
-            "history_balls": self.history_balls,
+            "history_balls": self.history_balls, "first_innings": self.first_innings,
         }  # fmt: skip
 
     @classmethod
@@ -214,7 +243,7 @@ class SequenceEncoder:
                    np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
                    d["first_season"], d["last_season"], d["unit"],
                    None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
-                   d.get("history_balls", 0))
+                   d.get("history_balls", 0), d.get("first_innings", False))
 
     def model_dims(self) -> dict:
         """The data-dependent model settings."""
@@ -222,7 +251,7 @@ class SequenceEncoder:
                 "n_venues": len(self.venues),
                 "n_seasons": self.last_season - self.first_season + 1,
                 "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
-                "history_balls": self.history_balls}
+                "history_balls": self.history_balls, "first_innings": self.first_innings}
 
 
 class BallSequences(torch.utils.data.Dataset):

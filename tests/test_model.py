@@ -36,13 +36,19 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
             have = torch.randint(0, K + 1, (B, P, 1), generator=g)
             history[..., 0] = history[..., 0].masked_fill(torch.arange(K) < K - have, -1)
             batch[f"{role}_history"], batch[f"{role}_slot"] = history, r(P)
+    if cfg.first_innings:  # the first innings as context: 15 balls, the chases (marker 1) only
+        K = 15
+        h = lambda high: torch.randint(0, high, (B, 1, K), generator=g)  # noqa: E731
+        first = torch.stack([h(10), h(cfg.n_batters), h(3), h(20)], dim=-1)
+        first[..., 0] = first[..., 0].masked_fill(batch["innings_marker"][:, :1, None] == 0, -1)
+        batch["first_innings"], batch["first_innings_slot"] = first, torch.zeros(B, T, dtype=torch.long)
     return batch
 
 # Each way attention can see the innings: windows, the ball itself only, RoPE, ALiBi, a learned absolute part.
 ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(relative_position="rope"),
                       dict(relative_position="alibi"), dict(relative_position="alibi", context=5),
                       dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=()),
-                      dict(history_balls=6)]
+                      dict(history_balls=6), dict(first_innings=True)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -131,7 +137,8 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
         full = model(batch).softmax(-1)
         cache, start, parts = KVCache(cfg.n_layers), 0, []
         for size in chunks:
-            step = {name: t if name.endswith("_history") else t[:, start:start + size] for name, t in batch.items()}
+            step = {name: t if name.endswith("_history") or name == "first_innings" else t[:, start:start + size]
+                    for name, t in batch.items()}
             parts.append(model(step, cache=cache).softmax(-1))
             start += size
         last = model(batch, last_only=True).softmax(-1)
@@ -323,3 +330,17 @@ def test_player_history_reaches_its_own_players_balls_only():
         out = model.batter_history(x, empty, batch["batter_slot"], model.bowler)
         none_value = model.batter_history.out(model.batter_history.none[1].expand(3, 20, -1))
     assert torch.allclose(out, none_value, atol=1e-6)
+
+
+def test_first_innings_reaches_the_chase_only():
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, first_innings=True)
+    model = CricketTransformer(cfg).eval()
+    batch = random_batch(cfg)
+    chase = batch["first_innings"][:, 0, :, 0].ge(0).any(-1)  # (B,): sequences with a first innings to read
+    assert chase.any() and (~chase).any()
+    changed = dict(batch, first_innings=batch["first_innings"].clone())
+    changed["first_innings"][..., 1] = (changed["first_innings"][..., 1] + 1) % cfg.n_batters  # other batters
+    with torch.no_grad():
+        moved = (model(batch) - model(changed)).abs().amax(-1) > 1e-6  # (B, T)
+    assert moved[chase].all() and not moved[~chase].any()

@@ -181,3 +181,26 @@ def test_players_histories_in_the_batches(deliveries, parts):
     firsts = np.isin(names["date"].to_numpy()[rows], [first_day])
     seq_of_first = np.unique(np.nonzero(real.numpy())[0][firsts])
     assert torch.equal(batch["batter_history"][seq_of_first], fewer["batter_history"][seq_of_first])
+
+
+def test_the_chase_carries_its_first_innings(deliveries, parts):
+    enc, _ = SequenceEncoder.fit_encode(parts["train"], min_count=5, first_innings=True)
+    assert SequenceEncoder.from_dict(enc.to_dict()).first_innings and enc.model_dims()["first_innings"]
+    d = parts["test"][~parts["test"]["is_super_over"].astype(bool)].reset_index(drop=True)
+    seqs = enc.encode(d)
+    batch = seqs.collate(list(range(len(seqs))))
+    for b in range(len(seqs)):
+        rows = batch["row"][b][batch["mask"][b]].numpy()
+        innings = d.loc[rows]
+        first = batch["first_innings"][b, 0]
+        if innings["target_runs"].notna().all():  # a chase: every ball of its first innings, in order
+            one = d[(d["match_id"] == innings["match_id"].iloc[0]) & (d["innings"] == 1)]
+            n = len(one)
+            assert first[:n, 0].tolist() == one["outcome"].cat.codes.tolist() and (first[n:, 0] == -1).all()
+            assert first[:n, 3].tolist() == one["over"].tolist()
+            assert first[:n, 1].tolist() == enc.batters.encode(one["batter"]).tolist()
+        else:
+            assert (first[:, 0] == -1).all()
+    assert (batch["first_innings_slot"] == 0).all()
+    with pytest.raises(ValueError, match="needs data.unit=innings"):
+        SequenceEncoder.fit_encode(parts["train"], unit="match", first_innings=True)

@@ -193,18 +193,21 @@ def test_a_source_with_nothing_to_train_on_is_one_error_before_any_work(tmp_path
         train(tiny_train_config(tmp_path, f"data.sources=[{tmp_path / 'empty'}]"))
 
 
-def test_a_model_reading_players_histories_trains_and_serves(tmp_path):
-    """data.history_balls: the run trains and tests; the checkpoint, served on the test matches with the
-    histories of every match known (as cricket-attn-evaluate attaches them), gives the report's numbers."""
+def test_a_model_reading_context_trains_and_serves(tmp_path):
+    """data.history_balls and data.first_innings: the run trains and tests; the checkpoint, served on the
+    test matches with the histories of every match known (as cricket-attn-evaluate attaches them), gives
+    the report's numbers."""
     import hydra
 
     from cricket_attn.metrics import score
     from cricket_attn.serving import from_checkpoint
 
-    cfg = tiny_train_config(tmp_path, "data.history_balls=8", "~logger", "refit=false", "calibrate=false")
+    cfg = tiny_train_config(tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger", "refit=false",
+                            "calibrate=false")
     results = train(cfg)
     trained = from_checkpoint(results["checkpoint"])
     assert trained.encoder.history_balls == 8 and trained.model.cfg.history_balls == 8
+    assert trained.encoder.first_innings and trained.model.cfg.first_innings
     dm = hydra.utils.instantiate(cfg.data)
     dm.setup("test")
     trained.encoder.attach_histories(dm.tables.deliveries)
