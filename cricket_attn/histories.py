@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.deliveries import PHASES
+
 ROLES = ("batter", "bowler")
 # What each history ball carries: its outcome class, who was at the other end of it (the bowler for a
 # batter's ball, the batter for a bowler's), its phase and season, and its date (days since 1970).
@@ -57,9 +60,9 @@ class HistoryStore:
         order = np.lexsort((np.arange(len(d)), day, codes))
         opponent = ROLES[1 - ROLES.index(role)]
         tokens = {
-            "outcome": d["outcome"].cat.codes.to_numpy()[order].astype(np.int64),
+            "outcome": pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes[order].astype(np.int64),
             "opponent": d[opponent].astype(str).to_numpy(dtype=object)[order],
-            "phase": d["phase"].cat.codes.to_numpy()[order].astype(np.int64),
+            "phase": pd.Categorical(d["phase"].astype(object), PHASES).codes[order].astype(np.int64),
             "season": d["season"].to_numpy(dtype=np.int64)[order],
             "day": day[order],
         }
@@ -95,3 +98,14 @@ def sequence_histories(d: pd.DataFrame, store: HistoryStore, k: int,
     slot = pairs.merge(listed[["sequence", "player", "slot"]], on=["sequence", "player"], how="left")["slot"]
     index = store.before(listed["player"].to_numpy(), listed["day"].to_numpy(), k)
     return slot.to_numpy(dtype=np.int64), index, listed
+
+
+def known_deliveries(*tables: pd.DataFrame) -> pd.DataFrame:
+    """Several deliveries tables as one, each match once (the first table's copy wins): what players'
+    histories are built from when scoring matches beside an archive of earlier ones."""
+    parts, seen = [], set()
+    for d in tables:
+        ids = d["match_id"].astype(str)
+        parts.append(d[~ids.isin(seen)].astype({c: object for c in ("outcome", "phase", "batter", "bowler")}))
+        seen |= set(ids)
+    return pd.concat(parts, ignore_index=True)

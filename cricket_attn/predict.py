@@ -20,9 +20,10 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import load_data_config
-from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.features import innings_balls
+from cricket_attn.histories import known_deliveries
 from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.sequences import UNK
@@ -189,6 +190,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    p.add_argument("--history", action="append", help="for a model that reads players' histories: Cricsheet "
+                   "data whose earlier matches give them, beside the matches scored (repeatable; default: the "
+                   "embedded IPL archive)")
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p.parse_args(argv)
 
@@ -212,6 +216,9 @@ def run(args: argparse.Namespace) -> Summary:
         found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
             f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
+    if trained.encoder.history_balls:  # histories from earlier matches, as in training: the archive too
+        archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
+        trained.encoder.attach_histories(known_deliveries(tables.deliveries, archive.deliveries))
     out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
     summary.skipped += left_out
     write_table(out, args.out)

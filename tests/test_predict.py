@@ -232,3 +232,30 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
     assert main(["--model", checkpoint, "--out", str(tmp_path / "notes.txt" / "s.csv"),
                  str(FIXTURES / "1359475.json")]) == 2
     assert f"cannot write in {tmp_path / 'notes.txt'} (not a folder)" in capsys.readouterr().err
+
+
+def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
+    """With --history, a match is scored with its players' earlier balls from that data, exactly as
+    when every match is known at once; with only the match itself, its players have no history."""
+    from cricket_attn.deliveries import PhaseRules, build_tables
+    from cricket_attn.config import load_data_config
+    from cricket_attn.sources import iter_match_files
+    from cricket_attn.train import train
+    from tests.conftest import tiny_train_config
+
+    results = train(tiny_train_config(tmp_path, "data.history_balls=8", "~logger", "refit=false", "calibrate=false"))
+    match = FIXTURES / "1527675.json"  # 2026: its players have balls in the earlier fixture matches
+    out = tmp_path / "scores.csv"
+    assert main(["--model", results["checkpoint"], "--out", str(out), "--history", str(FIXTURES), str(match)]) == 0
+    with_history = pd.read_csv(out)
+    trained = load_trained(results["checkpoint"])
+    everything = build_tables(iter_match_files([FIXTURES]), PhaseRules.from_config(load_data_config("ipl").phases))
+    trained.encoder.attach_histories(everything.deliveries)
+    d = everything.deliveries
+    expected = trained.score(d[d["match_id"] == "1527675"])
+    assert np.allclose(with_history[list(PROB_COLUMNS)].to_numpy()[: len(expected)],
+                       expected[list(PROB_COLUMNS)].to_numpy(), atol=1e-6)
+    assert main(["--model", results["checkpoint"], "--out", str(out), "--history", str(match), str(match)]) == 0
+    alone = pd.read_csv(out)
+    # (the tiny model's histories move its probabilities a little, but they move them)
+    assert np.abs(alone[list(PROB_COLUMNS)].to_numpy() - with_history[list(PROB_COLUMNS)].to_numpy()).max() > 1e-6
