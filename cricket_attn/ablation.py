@@ -9,6 +9,7 @@ the default's, averaged over the seeds both have, with a 95% bootstrap interval 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import subprocess
@@ -50,16 +51,39 @@ def plan(cfg: DictConfig) -> list[Job]:
     return [Job(v, p, int(s)) for s in cfg.seeds for v in variants for p in cfg.protocols]
 
 
+def settings(overrides, extra=()) -> str:
+    """What a run is, whatever its variant is called in whichever set: a digest of its overrides, sorted
+    (a digest, so the tag passes the command line as one plain word)."""
+    return hashlib.sha256(";".join(sorted([*overrides, *extra])).encode()).hexdigest()[:16]
+
+
 def finished_runs(cfg: DictConfig) -> dict[Job, str]:
-    """The ablation's FINISHED runs in the store, by job (the newest when one was run twice)."""
+    """The FINISHED runs in the store that this ablation's jobs would make, by job (the newest when one
+    was run twice). A run is found by its settings, protocol and seed, so a variant another set has
+    run already (the default, the self-only control) is not trained again."""
     client = tracking.MlflowClient(cfg.paths.mlflow_uri)
     exp = client.get_experiment_by_name(cfg.experiment)
     if exp is None:
         return {}
-    runs = client.search_runs([exp.experiment_id], f"tags.ablation = '{cfg.name}' and attributes.status = 'FINISHED'",
+    runs = client.search_runs([exp.experiment_id], "tags.ablation != '' and attributes.status = 'FINISHED'",
                               order_by=["attributes.start_time ASC"], max_results=5000)
-    return {Job(r.data.tags["variant"], r.data.tags["protocol"], int(r.data.tags["seed"])): r.info.run_id
-            for r in runs if "test/log_loss" in r.data.metrics}
+    found = {}
+    for r in runs:
+        tags = r.data.tags
+        if "test/log_loss" not in r.data.metrics or "ablation_summary" in tags:
+            continue
+        run_settings = tags.get("settings")
+        if run_settings is None:  # a run from before the tag: its set's file says what the variant was
+            path = CONF_DIR / "ablation_set" / f"{tags['ablation']}.yaml"
+            variants = OmegaConf.load(path).variants if path.is_file() else {}
+            if tags["variant"] not in variants:
+                continue
+            run_settings = settings(variants[tags["variant"]])
+        found[(run_settings, tags["protocol"], int(tags["seed"]))] = r.info.run_id
+    extra = cfg.get("extra", [])
+    every = [Job(v, p, int(s)) for s in cfg.seeds for v in cfg.variants for p in cfg.protocols]
+    return {job: found[key] for job in every
+            if (key := (settings(cfg.variants[job.variant], extra), job.protocol, job.seed)) in found}
 
 
 def job_folder(cfg: DictConfig, job: Job) -> Path:
@@ -72,7 +96,8 @@ def train_command(cfg: DictConfig, job: Job) -> list[str]:
     base = [sys.executable, "-m", "cricket_attn.train", "progress=lines"]
     if (folder / tracking.RUN_FILE).is_file():
         return [*base, f"resume={folder}"]
-    tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed}
+    tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed,
+            "settings": settings(cfg.variants[job.variant], cfg.get("extra", []))}
     return [*base, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
             f"seed={job.seed}", f"paths.mlflow_uri={cfg.paths.mlflow_uri}", f"logger.experiment_name={cfg.experiment}",
             f"logger.run_name={cfg.name} {job}", f"hydra.run.dir={folder}",

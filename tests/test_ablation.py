@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from cricket_attn.ablation import Job, finished_runs, plan, run_ablation, train_command
+from cricket_attn.ablation import Job, finished_runs, plan, run_ablation, settings, train_command
 from cricket_attn.config import CONF_DIR
 from tests.conftest import FIXTURES
 
@@ -30,6 +30,8 @@ def test_plan_is_seed_by_seed_and_checks_the_variants(tmp_path):
     assert len(plan(ablation_config(tmp_path))) == 3 * 2 * len(ablation_config(tmp_path).variants)
     with pytest.raises(ValueError, match=r"only: unknown variant\(s\) \['selfonly'\]"):
         plan(ablation_config(tmp_path, "only=[selfonly]"))
+    context = ablation_config(tmp_path, "ablation_set=context")
+    assert context.name == "context" and "history_32" in context.variants and "last_6" not in context.variants
     command = train_command(cfg, Job("self_only", "season_back", 1))
     assert "model.context=0" in command and "data.split.train_until=2022" in command and "seed=1" in command
     assert "+logger.tags.variant=self_only" in command and "ensemble=1" in command
@@ -53,6 +55,10 @@ def test_ablation_runs_pairs_and_continues(tmp_path):
     assert (tmp_path / "out" / "test" / "self_only" / "seed0" / "train.log").is_file()
     summary = client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")
     assert len(summary) == 1 and "test/self_only/diff" in summary[0].data.metrics
+    assert run.data.tags["settings"] == settings(["model.context=0"], cfg.extra)  # a digest of its overrides
+    # Another set with the same settings under other names finds these runs and trains nothing.
+    context = ablation_config(tmp_path, "ablation_set=context", "only=[self_only]", "seeds=[0]")
+    assert {j: r for j, r in finished_runs(context).items()} == {j: runs[j] for j in runs}
     # Run again: nothing is trained twice, the same table comes back.
     again = run_ablation(cfg)
     assert finished_runs(cfg) == runs and again == table
