@@ -256,7 +256,7 @@ def log_attention(uri: str, run_id: str, model: CricketTransformer | Ensemble, e
                   test: pd.DataFrame) -> pd.DataFrame:
     """For a training run: the head report over the test balls (metrics `heads/<layer>.<head>/<kind>`
     as the ratio to uniform, and `attention/heads.md`), and the pictures of the first test match
-    (both innings, and the chase's first ball of the 16th over) under `attention/`."""
+    (both innings, and one ball two overs from the end of the chase) under `attention/`."""
     import tempfile
 
     import mlflow
@@ -270,11 +270,12 @@ def log_attention(uri: str, run_id: str, model: CricketTransformer | Ensemble, e
     first = test[test["match_id"] == test["match_id"].iloc[0]]
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "heads.md").write_text(report_table(report))
-        try:
-            draw_match(one_model(model), encoder, first, Path(tmp))
-            draw_match(one_model(model), encoder, first, Path(tmp), innings=2, ball=(15, 1))
-        except ValueError:  # a chase over before the 16th over: its innings picture is there already
-            pass
+        for inn in innings_attention(one_model(model), encoder, first):
+            stem = Path(tmp) / f"{inn.balls['match_id'].iloc[0]}_innings{inn.balls['innings'].iloc[0]}"
+            plot_innings(inn, f"{stem}.png")
+            if inn.balls["innings"].iloc[0] == 2:  # the chase, two overs from its end
+                t = max(len(inn.balls) - 13, 0)
+                plot_ball(inn, t, f"{stem}_ball{inn.balls['over'].iloc[t]}.{inn.balls['ball_in_over'].iloc[t]}.png")
         client.log_artifacts(run_id, tmp, artifact_path="attention")
     return report
 

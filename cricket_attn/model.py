@@ -59,7 +59,7 @@ class ModelConfig:
     # Players' earlier matches: each ball also attends to its batter's and its bowler's last K balls of
     # earlier matches (given by the data encoder, `data.history_balls`); 0 for none.
     history_balls: int = 0
-    history_age_buckets: int = 16  # how long ago a history ball was, in log2(days) buckets
+    history_age_buckets: int = 16  # how long ago a history ball was, in log2(days) buckets (given by the encoder)
     # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
     first_innings: bool = False
     numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"

@@ -70,6 +70,8 @@ class SequenceEncoder:
     # Where those come from: every player's balls in each role (`HistoryStore`), built from the whole
     # deliveries table, not saved with the encoder (`attach_histories`).
     histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
+    # Each store's opponents as ids in the other role's vocabulary, encoded once when attached.
+    history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
@@ -118,6 +120,9 @@ class SequenceEncoder:
     def attach_histories(self, known: pd.DataFrame) -> None:
         """Build the players' histories the encoder reads from the deliveries `known`."""
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
+        vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
+        self.history_opponents = {role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
+                                  for role, store in self.histories.items()}
 
     def history_tensors(self, d: pd.DataFrame, seq_id: np.ndarray) -> tuple[dict, dict]:
         """(per ball, per sequence): each ball's `batter_slot` and `bowler_slot`, and each sequence's
@@ -128,7 +133,7 @@ class SequenceEncoder:
         keys = ("match_id",) if self.unit == "match" else ("match_id", "innings")
         per_ball, per_sequence = {}, {}
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
-        for role, opponents in (("batter", self.bowlers), ("bowler", self.batters)):
+        for role in ROLES:
             store = self.histories[role]
             slot, index, listed = sequence_histories(d, store, self.history_balls, keys)
             empty = index == NO_BALL
@@ -139,7 +144,7 @@ class SequenceEncoder:
 
             gap = np.maximum(listed["day"].to_numpy()[:, None] - take(store.tokens["day"], 0), 1)  # days before
             tokens = np.stack([take(store.tokens["outcome"], -1),
-                               take(opponents.encode(pd.Series(store.tokens["opponent"])), 0),
+                               take(self.history_opponents[role], 0),
                                take(store.tokens["phase"], 0),
                                np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
                               axis=-1)  # (players, K, fields)
@@ -251,7 +256,8 @@ class SequenceEncoder:
                 "n_venues": len(self.venues),
                 "n_seasons": self.last_season - self.first_season + 1,
                 "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
-                "history_balls": self.history_balls, "first_innings": self.first_innings}
+                "history_balls": self.history_balls, "history_age_buckets": HISTORY_AGE_BUCKETS,
+                "first_innings": self.first_innings}
 
 
 class BallSequences(torch.utils.data.Dataset):
