@@ -147,6 +147,13 @@ class _Parser:
         outcome = self.get(info, "outcome", dict, "info", default={})
         by = self.get(outcome, "by", dict, "info.outcome", default={})
         registry = self.get(info, "registry", dict, "info", default={})
+        players = self.get(info, "players", dict, "info", default={})
+        squads = []
+        for team in teams:
+            names = self.get(players, team, list, "info.players", default=[])
+            if not all(isinstance(n, str) for n in names):
+                raise self.error(f"info.players.{team}", f"expected a list of player names, got {names!r}")
+            squads.append(";".join(names) or None)
         return {
             "match_id": self.file.match_id,
             "date": start,
@@ -161,6 +168,10 @@ class _Parser:
             "scheduled_overs": self.get(info, "overs", int, "info", default=None),
             "team1": teams[0],
             "team2": teams[1],
+            # Each side's players in the order the file lists them (an impact player included): the simulator's
+            # batting order. None when the file has no list.
+            "team1_players": squads[0],
+            "team2_players": squads[1],
             "toss_winner": self.get(self.get(info, "toss", dict, "info", default={}), "winner", str,
                                     "info.toss", default=None),
             "winner": self.get(outcome, "winner", str, "info.outcome", default=None),

@@ -20,7 +20,7 @@ from cricket_attn.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, Pa
 from cricket_attn.sources import MatchFile, default_archive, iter_match_files, sha256_of, source_kind
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.

@@ -28,43 +28,24 @@ from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.sequences import UNK
 from cricket_attn.serving import TrainedModel, load_trained
+from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
 from cricket_attn.sources import SourceError, iter_match_files
 from cricket_attn.tracking import DEFAULT_TRACKING_URI
 
 OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
                   *PROB_COLUMNS, "expected_runs")  # fmt: skip
-MAX_WICKETS = 10
-
-
-def _ran(d: pd.DataFrame) -> np.ndarray:
-    """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a
-    wide or no-ball are not run; byes, leg-byes and runs off wides and no-balls are."""
-    non_boundary = d["runs_non_boundary"].to_numpy(dtype=bool)
-    bat = d["runs_batter"].to_numpy()
-    bat = np.where(np.isin(bat, (4, 6)) & ~non_boundary, 0, bat)
-    byes = (d["runs_byes"] + d["runs_legbyes"]).to_numpy()
-    byes = np.where((byes == 4) & ~non_boundary, 0, byes)
-    wides = np.maximum(d["runs_wides"].to_numpy() - 1, 0)
-    wides = np.where((wides == 4) & ~non_boundary, 0, wides)
-    return bat + byes + wides
 
 
 def next_batters(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(striker, non-striker, new over?) for the ball after each delivery, by the laws: an odd
-    number of runs run swaps the batters, and so does the end of an over. A dismissed batter's place
-    goes to the incoming batter, who is not known yet: `<unk>`."""
-    striker = d["batter"].astype(str).to_numpy(dtype=object).copy()
-    other = d["non_striker"].astype(str).to_numpy(dtype=object).copy()
-    out = d["player_out"].astype(object).fillna("").to_numpy()
-    for i in np.flatnonzero(d["wicket_count"].to_numpy() > 0):
-        gone = set(str(out[i]).split(";"))
-        if striker[i] in gone:
-            striker[i] = UNK
-        if other[i] in gone:
-            other[i] = UNK
+    number of runs run swaps the batters, and so does the end of an over. A dismissed (or retired)
+    batter's place goes to the incoming batter, who is not known yet: `<unk>`."""
+    striker_out, other_out = dismissed(d)
+    striker = np.where(striker_out, UNK, d["batter"].astype(str).to_numpy(dtype=object))
+    other = np.where(other_out, UNK, d["non_striker"].astype(str).to_numpy(dtype=object))
     legal_in_over = d["ball_in_over"].to_numpy() - 1 + d["is_legal"].to_numpy(dtype=int)
     end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
-    swap = (_ran(d) % 2 == 1) ^ end_of_over
+    swap = (runs_ran(d) % 2 == 1) ^ end_of_over
     return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over
 
 

@@ -176,6 +176,8 @@ BAD = {
     "batter type": (lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),
                     "innings[1].overs[0].deliveries[0].batter", "expected str"),
     "team": (lambda doc: doc["innings"][0].update(team="Nobody XI"), "innings[0].team", "not one of info.teams"),
+    "players": (lambda doc: doc["info"]["players"].update({"Sunrisers Hyderabad": ["DA Warner", 7]}),
+                "info.players.Sunrisers Hyderabad", "expected a list of player names"),
     # Impossible numbers, each named for what is wrong with it.
     "negative batter": (lambda doc: ball(doc, batter=-1, extras={}), "deliveries[1].runs.batter", "negative: -1"),
     "huge extras": (lambda doc: ball(doc, batter=0, extras={"byes": 10**18}), "deliveries[1].runs.extras",

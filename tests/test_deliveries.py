@@ -33,6 +33,14 @@ def test_registry_ids(deliveries):
     assert deliveries["batter_id"].notna().all() and deliveries["bowler_id"].notna().all()
 
 
+def test_each_side_is_listed_in_the_order_of_the_file(fixture_tables):
+    m = fixture_tables.matches.set_index("match_id").loc["1473439"]
+    assert m["team1"] == "Sunrisers Hyderabad"
+    assert m["team1_players"].split(";")[:3] == ["A Zampa", "Abhishek Sharma", "TM Head"]
+    assert all(len(m[c].split(";")) in (11, 12) for m in fixture_tables.matches.to_dict("records")
+               for c in ("team1_players", "team2_players"))
+
+
 def test_no_result_match_has_its_deliveries(fixture_tables):
     m = fixture_tables.matches.set_index("match_id").loc["1178424"]
     assert m["result"] == "no result" and pd.isna(m["winner"]) and m["n_deliveries"] > 0

@@ -1,0 +1,375 @@
+"""The state of N simulations of one innings, one delivery at a time, in torch tensors.
+
+`InningsState.inputs` gives the model, for the next ball, exactly the inputs the training pipeline gives it
+(`features.match_state` and `SequenceEncoder.encode`): the tests replay real innings through `record` and
+compare every ball. The rules of the game that move the state (strike, the end of an over, who is out) live
+here too, and the prediction script uses the same ones for the ball after a real innings' last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.cricsheet import OUTCOME_INDEX
+from cricket_attn.deliveries import PhaseRules
+from cricket_attn.features import STATE_COLUMNS
+from cricket_attn.model import START_OF_INNINGS
+from cricket_attn.sequences import UNK, SequenceEncoder
+
+MAX_WICKETS = 10
+RECENT = 6  # the last six deliveries, summarised as the last6_* features
+_DOT, _FOUR, _SIX = OUTCOME_INDEX["dot"], OUTCOME_INDEX["4"], OUTCOME_INDEX["6"]
+_WICKET, _WIDE, _NOBALL = OUTCOME_INDEX["wicket"], OUTCOME_INDEX["wide"], OUTCOME_INDEX["noball"]
+
+
+def runs_ran(d: pd.DataFrame) -> np.ndarray:
+    """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a wide or
+    no-ball are not run; byes, leg-byes and runs off wides and no-balls are. An odd number swaps the ends."""
+    non_boundary = d["runs_non_boundary"].to_numpy(dtype=bool)
+    bat = d["runs_batter"].to_numpy()
+    bat = np.where(np.isin(bat, (4, 6)) & ~non_boundary, 0, bat)
+    byes = (d["runs_byes"] + d["runs_legbyes"]).to_numpy()
+    byes = np.where((byes == 4) & ~non_boundary, 0, byes)
+    wides = np.maximum(d["runs_wides"].to_numpy() - 1, 0)
+    wides = np.where((wides == 4) & ~non_boundary, 0, wides)
+    return bat + byes + wides
+
+
+def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(striker out, non-striker out) on each delivery, from `player_out` (retirements included)."""
+    out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
+    striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
+    other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
+    return striker, other
+
+
+def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
+    """A wicket is the bowler's unless it is a run out."""
+    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
+
+
+@dataclass
+class Delivery:
+    """What one delivery did, as the scorebook records it: one value per simulation, (N,) tensors."""
+
+    outcome: torch.Tensor  # the model's outcome class
+    legal: torch.Tensor  # bool: not a wide or a no-ball
+    runs_batter: torch.Tensor
+    runs_wides: torch.Tensor  # the wide's one run included, as Cricsheet records it
+    runs_noballs: torch.Tensor
+    runs_other: torch.Tensor  # byes, leg-byes and penalty runs
+    wickets: torch.Tensor  # team wickets (a retirement hurt is not one)
+    bowler_wicket: torch.Tensor  # bool: credited to the bowler (not a run out)
+    striker_out: torch.Tensor  # bool: the striker left (out or retired)
+    non_striker_out: torch.Tensor  # bool
+    ran: torch.Tensor  # runs physically run: an odd number swaps the batters
+
+    @property
+    def runs_total(self) -> torch.Tensor:
+        return self.runs_batter + self.runs_wides + self.runs_noballs + self.runs_other
+
+    @classmethod
+    def from_table(cls, d: pd.DataFrame) -> Delivery:
+        """The deliveries of a deliveries table, one per row."""
+        striker_out, non_striker_out = dismissed(d)
+
+        def t(values, dtype=torch.long) -> torch.Tensor:
+            return torch.as_tensor(np.array(values), dtype=dtype)
+
+        return cls(
+            outcome=t(d["outcome"].cat.codes), legal=t(d["is_legal"], torch.bool),
+            runs_batter=t(d["runs_batter"]), runs_wides=t(d["runs_wides"]), runs_noballs=t(d["runs_noballs"]),
+            runs_other=t(d["runs_byes"] + d["runs_legbyes"] + d["runs_penalty"]), wickets=t(d["wicket_count"]),
+            bowler_wicket=t(bowler_wickets(d), torch.bool), striker_out=t(striker_out, torch.bool),
+            non_striker_out=t(non_striker_out, torch.bool), ran=t(runs_ran(d)),
+        )  # fmt: skip
+
+    def __getitem__(self, i) -> Delivery:
+        return Delivery(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
+
+
+@dataclass
+class InningsSetup:
+    """What one innings' simulations share: who can bat (in batting order) and bowl, where, and its length."""
+
+    batting: list[str]  # the batting side's players, in batting order
+    bowling: list[str]  # the bowling side's players
+    venue: str
+    season: int
+    match_type: str
+    balls_per_over: int
+    balls: int  # legal balls the innings may last (a reduced chase: its target overs)
+    chase: bool  # the second innings, chasing a target
+
+    @classmethod
+    def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
+        """One regular innings of a deliveries table. The sides are the players the matches table lists
+        for them (see `squads`), then anyone else who batted or bowled in `d`, in order of appearance."""
+        from cricket_attn.features import innings_balls
+
+        first = d.iloc[0]
+        batting, bowling = squads(matches, first["match_id"], str(first["batting_team"]), str(first["bowling_team"]))
+        seen_batters = pd.unique(np.column_stack([d["batter"].astype(str), d["non_striker"].astype(str)]).ravel())
+        return cls(
+            batting=[*batting, *(p for p in seen_batters if p not in batting)],
+            bowling=[*bowling, *(p for p in pd.unique(d["bowler"].astype(str)) if p not in bowling)],
+            venue=str(first["venue"]), season=int(first["season"]), match_type=str(first["match_type"]),
+            balls_per_over=int(first["balls_per_over"]), balls=int(innings_balls(d.iloc[:1])[0]),
+            chase=bool(pd.notna(first["target_runs"])),
+        )  # fmt: skip
+
+
+def squads(matches: pd.DataFrame | None, match_id, batting_team: str, bowling_team: str) -> tuple[list[str], list[str]]:
+    """Each side's players as the match file lists them (the simulator's batting order), or [] if it does not."""
+    if matches is None or "team1_players" not in matches:
+        return [], []
+    row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
+    if row.empty:
+        return [], []
+    row = row.iloc[0]
+    listed = {row["team1"]: row["team1_players"], row["team2"]: row["team2_players"]}
+    return tuple(str(listed.get(t) or "").split(";") if listed.get(t) else [] for t in (batting_team, bowling_team))
+
+
+class InningsState:
+    """N simulations of one innings: each a score, the batters at the crease, the bowler, every player's
+    figures so far, the partnership and the last six deliveries. Batters and bowlers are slots in the
+    setup's lists; `inputs` turns the state into the model's inputs for the next ball."""
+
+    def __init__(self, setup: InningsSetup, encoder: SequenceEncoder, phases: PhaseRules, n: int,
+                 target: torch.Tensor | float | None = None):
+        self.setup, self.encoder, self.n = setup, encoder, n
+        # Fixed for the innings: each slot's ids and rates, the venue's, and the phase of every (over, ball).
+        bat, bowl = _fill(setup.batting), _fill(setup.bowling)
+        self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat, dtype=object)))
+        self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl, dtype=object)))
+        rates = encoder.rates
+        self.batter_rates = torch.as_tensor(rates["batter"].transform(pd.DataFrame({"batter": bat})), dtype=torch.float64)
+        self.bowler_rates = torch.as_tensor(rates["bowler"].transform(pd.DataFrame({"bowler": bowl})), dtype=torch.float64)
+        self.venue_rates = torch.as_tensor(rates["venue"].transform(pd.DataFrame({"venue": [setup.venue]}))[0],
+                                           dtype=torch.float64)
+        self.venue_id = int(encoder.venues.encode(pd.Series([setup.venue]))[0])
+        self.season_slot = int(encoder.season_slot(pd.Series([setup.season]))[0])
+        self.season_index = float(min(setup.season, encoder.last_season) - 2008)
+        self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
+        self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
+        self.phase_table = _phase_table(phases, setup)  # (overs, balls + 1)
+
+        long = dict(dtype=torch.long)
+        zeros = lambda *shape: torch.zeros(n, *shape, **long)  # noqa: E731
+        self.target = torch.as_tensor(0.0 if target is None else target, dtype=torch.float64).expand(n).clone()
+        self.runs, self.wickets, self.legal, self.deliveries = zeros(), zeros(), zeros(), zeros()
+        self.over, self.legal_in_over = zeros(), zeros()
+        self.striker, self.non_striker, self.bowler = zeros(), torch.ones(n, **long), zeros()
+        self.prev_outcome = torch.full((n,), START_OF_INNINGS, **long)
+        self.batter_runs, self.batter_faced = zeros(len(bat)), zeros(len(bat))
+        self.batted = torch.zeros(n, len(bat), dtype=torch.bool)  # came to the crease
+        self.out = torch.zeros(n, len(bat), dtype=torch.bool)  # out (or retired)
+        self.batted[:, :2] = True
+        self.bowler_balls, self.bowler_runs, self.bowler_wickets = zeros(len(bowl)), zeros(len(bowl)), zeros(len(bowl))
+        self.bowler_overs = zeros(len(bowl))  # overs started: the quota counts these
+        self.last_bowler = torch.full((n,), -1, **long)  # who bowled the previous over
+        self.partnership_runs, self.partnership_balls = zeros(), zeros()
+        self.recent = zeros(RECENT, 5)  # the last six deliveries: runs, dot, boundary, wickets, wide or no-ball
+
+    # --- what the model reads ---
+
+    def numeric(self) -> torch.Tensor:
+        """(N, F) standardised numeric features, in the encoder's order: STATE_COLUMNS, then the striker's,
+        the bowler's and the venue's rates."""
+        f64 = lambda t: t.to(torch.float64)  # noqa: E731
+        n = self.n
+        bpo = float(self.setup.balls_per_over)
+        runs, legal = f64(self.runs), f64(self.legal)
+        balls_left = (self.setup.balls - legal).clamp(min=0)
+        chase = self.target > 0
+        needed = torch.where(chase, self.target - runs, 0.0)
+        required = torch.where(chase, (needed / balls_left.clamp(min=1) * bpo).clamp(-6, 36), 0.0)
+        rows = torch.arange(n)
+        recent = f64(self.recent.sum(1))  # (N, 5)
+        state = {
+            "runs_before": runs, "wickets_before": f64(self.wickets), "legal_balls_before": legal,
+            "balls_left": balls_left, "run_rate": runs / legal.clamp(min=1) * bpo, "is_chase": f64(chase),
+            "runs_needed": needed, "required_rate": required, "target": self.target,
+            "batter_runs_before": f64(self.batter_runs[rows, self.striker]),
+            "batter_balls_before": f64(self.batter_faced[rows, self.striker]),
+            "bowler_balls_before": f64(self.bowler_balls[rows, self.bowler]),
+            "bowler_runs_before": f64(self.bowler_runs[rows, self.bowler]),
+            "bowler_wickets_before": f64(self.bowler_wickets[rows, self.bowler]),
+            "partnership_runs": f64(self.partnership_runs), "partnership_balls": f64(self.partnership_balls),
+            "after_noball": f64(self.prev_outcome == _NOBALL),
+            "last6_runs": recent[:, 0], "last6_dots": recent[:, 1], "last6_boundaries": recent[:, 2],
+            "last6_wickets": recent[:, 3], "last6_extras": recent[:, 4],
+            "ball_in_over": f64(self.legal_in_over + 1), "season_index": torch.full((n,), self.season_index,
+                                                                                     dtype=torch.float64),
+        }  # fmt: skip
+        columns = [state[c] for c in STATE_COLUMNS]
+        x = torch.cat([torch.stack(columns, 1), self.batter_rates[self.striker], self.bowler_rates[self.bowler],
+                       self.venue_rates.expand(n, -1)], dim=1).float()
+        return (x - self.mean) / self.std
+
+    def inputs(self) -> dict[str, torch.Tensor]:
+        """The model's inputs for the next ball of every simulation, as (N, 1) tensors (`numeric` (N, 1, F))."""
+        n, rows = self.n, torch.arange(self.n)
+        full = lambda v: torch.full((n,), v, dtype=torch.long)  # noqa: E731
+        batch = {
+            "prev_outcome": self.prev_outcome, "innings_marker": full(int(self.setup.chase)),
+            "batter": self.batter_ids[self.striker], "bowler": self.bowler_ids[self.bowler], "venue": full(self.venue_id),
+            "legal_ball_index": self.legal, "ball_in_over": self.legal_in_over + 1, "over": self.over,
+            "phase": self.phase_table[self.over.clamp(max=self.phase_table.size(0) - 1),
+                                      self.legal.clamp(max=self.phase_table.size(1) - 1)],
+            "batter_balls": self.batter_faced[rows, self.striker], "bowler_balls": self.bowler_balls[rows, self.bowler],
+            "season": full(self.season_slot),
+        }  # fmt: skip
+        batch = {k: v[:, None] for k, v in batch.items()}
+        batch["numeric"] = self.numeric()[:, None]
+        return batch
+
+    # --- how the state moves ---
+
+    def record(self, ball: Delivery) -> None:
+        """Score one delivery of every simulation: the figures, the partnership, the last six, the batters
+        (an odd number of runs run swaps them; a dismissed batter's place goes to the next in the order)."""
+        rows = torch.arange(self.n)
+        total, legal = ball.runs_total, ball.legal.long()
+        wide = (ball.runs_wides > 0) | (ball.outcome == _WIDE)  # a wide is not a ball faced
+        self.runs += total
+        self.wickets += ball.wickets
+        self.batter_runs[rows, self.striker] += ball.runs_batter
+        self.batter_faced[rows, self.striker] += (~wide).long()
+        self.bowler_balls[rows, self.bowler] += legal
+        self.bowler_runs[rows, self.bowler] += ball.runs_batter + ball.runs_wides + ball.runs_noballs  # not byes
+        self.bowler_wickets[rows, self.bowler] += ball.bowler_wicket.long()
+        fell = ball.wickets > 0
+        self.partnership_runs = torch.where(fell, 0, self.partnership_runs + total)
+        self.partnership_balls = torch.where(fell, 0, self.partnership_balls + legal)
+        summary = torch.stack([total, (ball.outcome == _DOT).long(),
+                               ((ball.outcome == _FOUR) | (ball.outcome == _SIX)).long(), ball.wickets,
+                               ((ball.outcome == _WIDE) | (ball.outcome == _NOBALL)).long()], dim=1)
+        self.recent = torch.cat([self.recent[:, 1:], summary[:, None]], dim=1)
+        self.prev_outcome = ball.outcome.clone()
+        self.legal += legal
+        self.legal_in_over += legal
+        self.deliveries += 1
+        # The batters: ends change on an odd number run; the dismissed make way for the next in the order.
+        swap = ball.ran % 2 == 1
+        self.striker, self.non_striker = (torch.where(swap, self.non_striker, self.striker),
+                                          torch.where(swap, self.striker, self.non_striker))
+        striker_out = torch.where(swap, ball.non_striker_out, ball.striker_out)
+        non_striker_out = torch.where(swap, ball.striker_out, ball.non_striker_out)
+        self.out[rows, self.striker] |= striker_out
+        self.out[rows, self.non_striker] |= non_striker_out
+        self.striker = torch.where(striker_out, self.next_batter(), self.striker)
+        self.batted[rows, self.striker] = True
+        self.non_striker = torch.where(non_striker_out, self.next_batter(), self.non_striker)
+        self.batted[rows, self.non_striker] = True
+
+    def next_batter(self) -> torch.Tensor:
+        """(N,) the first slot in batting order not yet at the crease (the last slot once all have batted)."""
+        waiting = ~self.batted
+        first = waiting.long().argmax(1)
+        return torch.where(waiting.any(1), first, waiting.size(1) - 1)
+
+    def over_complete(self) -> torch.Tensor:
+        """(N,) bool: the over has had its legal balls."""
+        return self.legal_in_over >= self.setup.balls_per_over
+
+    def end_over(self, which: torch.Tensor | None = None) -> None:
+        """The over is done for the simulations `which` (default all): the batters change ends."""
+        which = torch.ones(self.n, dtype=torch.bool) if which is None else which
+        self.last_bowler = torch.where(which, self.bowler, self.last_bowler)
+        self.over = self.over + which.long()
+        self.legal_in_over = torch.where(which, 0, self.legal_in_over)
+        self.striker, self.non_striker = (torch.where(which, self.non_striker, self.striker),
+                                          torch.where(which, self.striker, self.non_striker))
+
+    def start_over(self, bowler: torch.Tensor, which: torch.Tensor | None = None) -> None:
+        """`bowler` (N,) slots take the new over in the simulations `which` (default all)."""
+        which = torch.ones(self.n, dtype=torch.bool) if which is None else which
+        self.bowler = torch.where(which, bowler, self.bowler)
+        self.bowler_overs[torch.arange(self.n)[which], self.bowler[which]] += 1
+
+    def put_batters(self, striker: torch.Tensor, non_striker: torch.Tensor) -> None:
+        """Set who is at the crease (slots), as a real innings' record says."""
+        self.striker, self.non_striker = striker, non_striker
+        rows = torch.arange(self.n)
+        self.batted[rows, striker] = True
+        self.batted[rows, non_striker] = True
+
+    def finished(self) -> torch.Tensor:
+        """(N,) bool: all out, out of balls, or the target reached."""
+        chase_won = (self.target > 0) & (self.runs >= self.target)
+        return (self.wickets >= MAX_WICKETS) | (self.legal >= self.setup.balls) | chase_won
+
+    # --- copies ---
+
+    def repeat(self, n: int) -> InningsState:
+        """A state of n simulations, each a copy of this one-simulation state."""
+        if self.n != 1:
+            raise ValueError(f"repeat copies a state of one simulation, this one has {self.n}")
+        return self._map(lambda t: t.expand(n, *t.shape[1:]).clone(), n)
+
+    def clone(self) -> InningsState:
+        return self._map(torch.clone, self.n)
+
+    def _map(self, fn, n: int) -> InningsState:
+        out = object.__new__(InningsState)
+        out.__dict__.update(self.__dict__)
+        for name in _PER_SIMULATION:
+            setattr(out, name, fn(getattr(self, name)))
+        out.n = n
+        return out
+
+
+_PER_SIMULATION = (
+    "target", "runs", "wickets", "legal", "deliveries", "over", "legal_in_over", "striker", "non_striker", "bowler",
+    "prev_outcome", "batter_runs", "batter_faced", "batted", "out", "bowler_balls", "bowler_runs", "bowler_wickets",
+    "bowler_overs", "last_bowler", "partnership_runs", "partnership_balls", "recent",
+)  # fmt: skip
+
+
+def _fill(players: list[str], size: int = 11) -> list[str]:
+    """A side of at least `size` slots: unlisted players are `<unk>` (the model's unknown player)."""
+    return [*players, *[UNK] * max(size - len(players), 0)]
+
+
+def _phase_table(phases: PhaseRules, setup: InningsSetup) -> torch.Tensor:
+    """(overs, legal balls and two overs more): the phase code of a ball in each over at each legal-ball index."""
+    overs = setup.balls // setup.balls_per_over + 4  # room for long overs and reduced chases
+    over, ball = np.meshgrid(np.arange(overs), np.arange(setup.balls + 2 * setup.balls_per_over), indexing="ij")
+    codes = phases.assign(pd.Series([setup.match_type] * over.size), pd.Series([setup.balls_per_over] * over.size),
+                          over.ravel(), ball.ravel(), np.zeros(over.size, dtype=bool)).codes
+    return torch.as_tensor(np.asarray(codes, dtype=np.int64).reshape(over.shape))
+
+
+
+def replay(state: InningsState, d: pd.DataFrame, before_ball=None) -> InningsState:
+    """Move a one-simulation state through the real deliveries `d` (one innings, in order), taking who bats
+    and bowls and the over from the record. `before_ball(i, state, by_laws)` is called before delivery i is
+    recorded, with the (striker, non-striker) slots the laws gave before the record's were put."""
+    if state.n != 1:
+        raise ValueError(f"replay moves a state of one simulation (then `repeat` it), this one has {state.n}")
+    batting = {p: i for i, p in enumerate(state.setup.batting)}
+    bowling = {p: i for i, p in enumerate(state.setup.bowling)}
+    balls = Delivery.from_table(d)
+    overs = d["over"].to_numpy()
+    batters = [torch.full((state.n,), batting[str(p)]) for p in d["batter"].astype(str)]
+    others = [torch.full((state.n,), batting[str(p)]) for p in d["non_striker"].astype(str)]
+    bowlers = [torch.full((state.n,), bowling[str(p)]) for p in d["bowler"].astype(str)]
+    for i in range(len(d)):
+        new_over = i == 0 or overs[i] != overs[i - 1]
+        if new_over and i > 0:
+            state.end_over()
+        state.over[:] = int(overs[i])
+        by_laws = (state.striker.clone(), state.non_striker.clone())
+        state.put_batters(batters[i], others[i])
+        if new_over or bool((bowlers[i] != state.bowler).any()):  # a new over, or a bowler taken off mid-over
+            state.start_over(bowlers[i])
+        if before_ball is not None:
+            before_ball(i, state, by_laws)
+        state.record(balls[i:i + 1])
+    return state

@@ -1,0 +1,78 @@
+"""The simulator's match state gives the model exactly what the training pipeline gives it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.simulation.state import InningsSetup, InningsState, replay
+
+COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "legal_ball_index", "ball_in_over", "over",
+            "phase", "batter_balls", "bowler_balls", "season")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def encoder(deliveries):
+    train = deliveries[deliveries["season"] <= 2023]
+    return SequenceEncoder.fit(train, min_count=5)
+
+
+def regular_innings(deliveries):
+    d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
+    for _, inn in d.groupby(["match_id", "innings"], sort=False, observed=True):
+        yield inn
+
+
+def test_replayed_state_gives_the_training_inputs(fixture_tables, deliveries, encoder, phases):
+    """Every ball of every regular innings of the fixture matches (both innings, the DLS-reduced chase, the
+    five- and seven-ball overs, a retirement, a run out off a no-ball; the super overs left out as in
+    training): the state's inputs equal the encoder's to 1e-6."""
+    compared = 0
+    for inn in regular_innings(deliveries):
+        expected = encoder.encode(inn.reset_index(drop=True)).collate([0])
+        setup = InningsSetup.from_table(inn, fixture_tables.matches)
+        target = inn["target_runs"].astype("Float64").fillna(0).iloc[0]
+        state = InningsState(setup, encoder, phases, 1, float(target))
+
+        def check(i, state, by_laws):
+            got = state.inputs()
+            for name in COMPARED:
+                assert got[name][0, 0].item() == expected[name][0, i].item(), (name, inn["match_id"].iloc[0], i)
+            torch.testing.assert_close(got["numeric"][0, 0], expected["numeric"][0, i], rtol=0, atol=1e-6,
+                                       msg=lambda m: f"match {inn['match_id'].iloc[0]} ball {i}: {m}")
+
+        replay(state, inn, check)
+        compared += len(inn)
+    assert compared == (~deliveries["is_super_over"].astype(bool)).sum()
+
+
+def test_the_squads_come_first_in_the_order_the_file_lists_them(fixture_tables, deliveries):
+    inn = deliveries[(deliveries["match_id"].astype(str) == "1473439") & (deliveries["innings"] == 1)]
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    assert setup.batting[:4] == ["A Zampa", "Abhishek Sharma", "TM Head", "Ishan Kishan"]
+    assert len(setup.batting) == 12 and set(inn["batter"].astype(str)) <= set(setup.batting)
+    assert set(inn["bowler"].astype(str)) <= set(setup.bowling)
+
+
+def test_the_laws_say_who_faces_the_next_ball(fixture_tables, deliveries, encoder, phases):
+    """Without the record's say, the state puts the right batter on strike after every delivery that
+    dismissed no one: an odd number of runs run swaps the ends, and so does the end of an over. The one
+    exception is the famous short run of 1216493 (two run, one counted: 18.3 shows 1 and no change of ends)."""
+    disagree, checked = [], 0
+    for inn in regular_innings(deliveries):
+        setup = InningsSetup.from_table(inn, fixture_tables.matches)
+        left = (inn["wicket_count"].to_numpy() > 0) | inn["player_out"].notna().to_numpy()
+        batters = inn["batter"].astype(str).to_numpy()
+
+        def check(i, state, by_laws):
+            nonlocal checked
+            if i > 0 and not left[i - 1]:
+                checked += 1
+                if setup.batting[by_laws[0].item()] != batters[i]:
+                    disagree.append((inn["match_id"].iloc[0], int(inn["over"].iloc[i - 1]), int(inn["ball_in_over"].iloc[i - 1])))
+
+        replay(InningsState(setup, encoder, phases, 1), inn, check)
+    assert checked > 4000
+    assert disagree == [("1216493", 18, 3)]
