@@ -245,21 +245,66 @@ class KVCache:
     ball-by-ball inference."""
 
     def __init__(self, n_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layers
+        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, past, hd)
         self.values: list[torch.Tensor | None] = [None] * n_layers
+        self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers  # with room to grow
         self.legal_balls: torch.Tensor | None = None  # (B, past)
+        # (B, past) True where a row holds no ball: rows with fewer balls, left-padded so that every row
+        # takes its next ball at the same place (simulations from different points of an innings in one batch)
+        self.padding: torch.Tensor | None = None
         self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
 
     @property
     def length(self) -> int:
+        """Places in the cache (a left-padded row holds fewer balls)."""
         return 0 if self.keys[0] is None else self.keys[0].size(2)
 
+    def balls(self) -> torch.Tensor | int:
+        """The balls each row holds: (B,) with padding, else the length."""
+        return self.length if self.padding is None else self.length - self.padding.sum(1)
+
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.keys[layer] is not None:
-            k = torch.cat([self.keys[layer], k], dim=2)
-            v = torch.cat([self.values[layer], v], dim=2)
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
+        """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
+        buffers that double when full, so a step copies only its own ball, not the whole cache."""
+        used, T = (0 if self.keys[layer] is None else self.keys[layer].size(2)), k.size(2)
+        buffers = self._buffers[layer]
+        if buffers is None or buffers[0].size(2) < used + T:
+            size = max(2 * (used + T), 32)
+            buffers = tuple(new.new_empty(*new.shape[:2], size, new.size(3)) for new in (k, v))
+            if used:
+                buffers[0][:, :, :used], buffers[1][:, :, :used] = self.keys[layer], self.values[layer]
+            self._buffers[layer] = buffers
+        buffers[0][:, :, used:used + T], buffers[1][:, :, used:used + T] = k, v
+        self.keys[layer], self.values[layer] = buffers[0][:, :, :used + T], buffers[1][:, :, :used + T]
+        return self.keys[layer], self.values[layer]
+
+    def extend_padding(self, T: int) -> None:
+        if self.padding is not None:
+            self.padding = F.pad(self.padding, (0, T), value=False)
+
+    def rows(self, index: torch.Tensor) -> KVCache:
+        """These batch rows, in this order; an index may repeat a row (one prefix, many simulations)."""
+        return self._map(lambda x: x[index], lambda x: x[index], lambda x: x[index])
+
+    def prefixes(self, lengths: torch.Tensor) -> KVCache:
+        """From a one-row cache, one row per length: the cache as it was after that many balls, left-padded
+        to the longest."""
+        S = int(lengths.max())
+        source = torch.arange(S) - (S - lengths[:, None])  # (R, S): which ball sits at each place
+        padding = source < 0
+        source = source.clamp(min=0)
+        cut = self._map(lambda x: x[0, :, source].transpose(0, 1), lambda x: x[0, source], lambda x: x[[0] * len(lengths)])
+        cut.padding = padding
+        return cut
+
+    def _map(self, per_layer, per_ball, context) -> KVCache:
+        out = KVCache(len(self.keys))
+        out.keys = [None if k is None else per_layer(k) for k in self.keys]
+        out.values = [None if v is None else per_layer(v) for v in self.values]
+        out.legal_balls = None if self.legal_balls is None else per_ball(self.legal_balls)
+        out.padding = None if self.padding is None else per_ball(self.padding)
+        out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
+        return out
 
     def extend(self, legal_balls: torch.Tensor) -> torch.Tensor:
         """The legal-ball indexes of the cached balls and these new ones: (B, past + T)."""
@@ -301,17 +346,21 @@ class CausalSelfAttention(nn.Module):
         if self.relative == "alibi":
             self.register_buffer("slopes", alibi_slopes(cfg.n_heads)[:, None, None], persistent=False)  # (H, 1, 1)
 
-    def mask(self, q_balls: torch.Tensor, k_balls: torch.Tensor, past: int) -> torch.Tensor | None:
-        """What a query may see, None when plain causal attention says it all: a boolean (T, past + T) mask,
-        or with ALiBi a float (B, H, T, past + T) bias that is -inf where a query may not look."""
+    def mask(self, q_balls: torch.Tensor, k_balls: torch.Tensor, past: int,
+             padding: torch.Tensor | None = None) -> torch.Tensor | None:
+        """What a query may see, None when plain causal attention says it all: a boolean (T, past + T) mask
+        ((B, 1, T, past + T) with a cache's `padding` (B, past + T)), or with ALiBi a float (B, H, T, past + T)
+        bias that is -inf where a query may not look."""
         T, S = q_balls.size(1), k_balls.size(1)
-        if past == 0 and self.context is None and self.relative != "alibi":
-            return None
+        if (past == 0 or T == 1) and self.context is None and self.relative != "alibi" and padding is None:
+            return None  # causal, or one new ball that sees all the cache
         query = torch.arange(past, past + T, device=q_balls.device)[:, None]
         key = torch.arange(S, device=q_balls.device)[None, :]
         allowed = key <= query
         if self.context is not None:
             allowed = allowed & (key >= query - self.context)
+        if padding is not None:
+            allowed = allowed & ~padding[:, None, None, :]  # (B, 1, T, S)
         if self.relative != "alibi":
             return allowed
         distance = (q_balls[:, :, None] - k_balls[:, None, :]).abs().float()  # (B, T, S) in legal balls
@@ -327,23 +376,26 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
         key_balls = legal_balls
         if cache is not None:
-            key_balls = cache.legal_balls if layer > 0 else cache.extend(legal_balls)  # (B, past + T)
+            if layer == 0:
+                cache.extend(legal_balls)
+                cache.extend_padding(T)
+            key_balls = cache.legal_balls  # (B, past + T)
         if self.relative == "rope":
             q, k = rotate(q, legal_balls), rotate(k, legal_balls)  # keys are cached rotated
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
-        mask = self.mask(legal_balls, key_balls, k.size(2) - T)
+        mask = self.mask(legal_balls, key_balls, k.size(2) - T, None if cache is None else cache.padding)
         dropout = self.dropout if self.training else 0.0
         if weights is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
             if mask is None:
-                mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                mask = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(k.size(2) - T)
             scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
             w = scores.softmax(-1)
             weights.append(w)
             y = F.dropout(w, dropout) @ v
         elif mask is None:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=T > 1)
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
@@ -484,8 +536,9 @@ class CricketTransformer(nn.Module):
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
         T = batch["prev_outcome"].size(1)
-        if (cache.length if cache is not None else 0) + T > self.cfg.max_len:
-            raise ValueError(f"sequence of {T} balls is longer than model.max_len={self.cfg.max_len}")
+        past = 0 if cache is None else int(cache.balls().max()) if cache.padding is not None else cache.length
+        if past + T > self.cfg.max_len:
+            raise ValueError(f"sequence of {past + T} balls is longer than model.max_len={self.cfg.max_len}")
         x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])
              + self._entity(self.batter, batch["batter"]) + self._entity(self.bowler, batch["bowler"])
              + self._entity(self.venue, batch["venue"]) + self.numeric(batch["numeric"])

@@ -91,3 +91,27 @@ def baselines_run(tracked_run):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="baselines", overrides=overrides)
     return {"table": run_baselines(cfg), "folder": folder / "bl", "cfg": cfg}
+
+
+@pytest.fixture(scope="session")
+def fixture_simulator(fixture_tables, phases):
+    """A simulator over the fixture matches: an encoder fitted on their seasons to 2023, an untrained tiny
+    model (the rules of the game do not depend on how good it is), their scorebook and bowling usage."""
+    import torch
+
+    from cricket_attn.deliveries import class_frequencies
+    from cricket_attn.model import CricketTransformer, ModelConfig
+    from cricket_attn.sequences import SequenceEncoder
+    from cricket_attn.simulation.rollout import Simulator
+    from cricket_attn.simulation.rules import BowlingUsage
+    from cricket_attn.simulation.scorebook import Scorebook
+
+    d = fixture_tables.deliveries
+    train = d[d["season"] <= 2023]
+    encoder = SequenceEncoder.fit(train, min_count=5)
+    torch.manual_seed(0)
+    model = CricketTransformer(ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8,
+                                           n_heads=2, n_layers=1)).eval()
+    with torch.no_grad():  # outcomes at the training seasons' rates, so innings last as long as real ones
+        model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))
+    return Simulator(model, encoder, phases, Scorebook.fit(train), BowlingUsage.build(d))

@@ -148,6 +148,29 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)
 
 
+@pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
+def test_left_padded_prefixes_step_as_each_row_alone(variant):
+    """One sequence's cache cut after 0, 4, 11 and 17 balls, left-padded into one batch: the next balls
+    (two steps) get exactly the predictions of a full pass over each prefix and its next balls."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 2, **variant})
+    model = CricketTransformer(cfg).eval()
+    batch = {name: t[:1] for name, t in random_batch(cfg).items()}
+    per_sequence = ("batter_history", "bowler_history", "first_innings")
+    lengths = torch.tensor([0, 4, 11, 17])
+    with torch.no_grad():
+        full = model(batch).softmax(-1)[0]  # (T, classes)
+        cache = KVCache(cfg.n_layers)
+        model(batch, cache=cache)
+        cut = cache.prefixes(lengths)
+        for step in range(2):
+            at = lengths + step
+            nxt = {name: t.expand(len(lengths), *t.shape[1:]) if name in per_sequence else t[0, at][:, None]
+                   for name, t in batch.items()}
+            got = model(nxt, cache=cut).softmax(-1)[:, 0]
+            assert (got - full[at]).abs().max().item() <= 1e-5
+
+
 def test_temperature_divides_the_logits_outside_training_only():
     torch.manual_seed(0)
     plain = CricketTransformer(ModelConfig(**TINY))

@@ -88,6 +88,12 @@ class Delivery:
             non_striker_out=t(non_striker_out, torch.bool), ran=t(runs_ran(d)),
         )  # fmt: skip
 
+    def where(self, keep: torch.Tensor) -> Delivery:
+        """This delivery where `keep`, elsewhere a null one (no ball, no run, no wicket: it moves nothing that
+        the features or the result read, for simulations already over)."""
+        return Delivery(**{f.name: torch.where(keep, x, torch.zeros_like(x)) for f in fields(self)
+                           for x in [getattr(self, f.name)]})
+
     def __getitem__(self, i) -> Delivery:
         return Delivery(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
 
@@ -172,9 +178,11 @@ class InningsState:
         self.batted[:, :2] = True
         self.bowler_balls, self.bowler_runs, self.bowler_wickets = zeros(len(bowl)), zeros(len(bowl)), zeros(len(bowl))
         self.bowler_overs = zeros(len(bowl))  # overs started: the quota counts these
+        self.over_bowler = torch.full((n, setup.balls // setup.balls_per_over + 4), -1, **long)  # who bowled each over
         self.last_bowler = torch.full((n,), -1, **long)  # who bowled the previous over
         self.partnership_runs, self.partnership_balls = zeros(), zeros()
         self.recent = zeros(RECENT, 5)  # the last six deliveries: runs, dot, boundary, wickets, wide or no-ball
+        self.fours, self.sixes = zeros(), zeros()  # the innings' boundaries (for checking simulations, not an input)
 
     # --- what the model reads ---
 
@@ -252,6 +260,8 @@ class InningsState:
                                ((ball.outcome == _WIDE) | (ball.outcome == _NOBALL)).long()], dim=1)
         self.recent = torch.cat([self.recent[:, 1:], summary[:, None]], dim=1)
         self.prev_outcome = ball.outcome.clone()
+        self.fours += (ball.outcome == _FOUR).long()
+        self.sixes += (ball.outcome == _SIX).long()
         self.legal += legal
         self.legal_in_over += legal
         self.deliveries += 1
@@ -291,7 +301,9 @@ class InningsState:
         """`bowler` (N,) slots take the new over in the simulations `which` (default all)."""
         which = torch.ones(self.n, dtype=torch.bool) if which is None else which
         self.bowler = torch.where(which, bowler, self.bowler)
-        self.bowler_overs[torch.arange(self.n)[which], self.bowler[which]] += 1
+        rows = torch.arange(self.n)[which]
+        self.bowler_overs[rows, self.bowler[which]] += 1
+        self.over_bowler[rows, self.over[which].clamp(max=self.over_bowler.size(1) - 1)] = self.bowler[which]
 
     def put_batters(self, striker: torch.Tensor, non_striker: torch.Tensor) -> None:
         """Set who is at the crease (slots), as a real innings' record says."""
@@ -311,10 +323,24 @@ class InningsState:
         """A state of n simulations, each a copy of this one-simulation state."""
         if self.n != 1:
             raise ValueError(f"repeat copies a state of one simulation, this one has {self.n}")
-        return self._map(lambda t: t.expand(n, *t.shape[1:]).clone(), n)
+        return self.take(torch.zeros(n, dtype=torch.long))
 
     def clone(self) -> InningsState:
         return self._map(torch.clone, self.n)
+
+    @staticmethod
+    def stack(states: list[InningsState]) -> InningsState:
+        """The simulations of several states of the same innings, one after the other."""
+        if any(s.setup is not states[0].setup for s in states):
+            raise ValueError("stack takes states of one innings (the same setup)")
+        out = states[0]._map(lambda t: t, sum(s.n for s in states))
+        for name in _PER_SIMULATION:
+            setattr(out, name, torch.cat([getattr(s, name) for s in states]))
+        return out
+
+    def take(self, index: torch.Tensor) -> InningsState:
+        """These simulations, in this order (an index may repeat one)."""
+        return self._map(lambda t: t[index], len(index))
 
     def _map(self, fn, n: int) -> InningsState:
         out = object.__new__(InningsState)
@@ -328,7 +354,7 @@ class InningsState:
 _PER_SIMULATION = (
     "target", "runs", "wickets", "legal", "deliveries", "over", "legal_in_over", "striker", "non_striker", "bowler",
     "prev_outcome", "batter_runs", "batter_faced", "batted", "out", "bowler_balls", "bowler_runs", "bowler_wickets",
-    "bowler_overs", "last_bowler", "partnership_runs", "partnership_balls", "recent",
+    "bowler_overs", "over_bowler", "last_bowler", "partnership_runs", "partnership_balls", "recent", "fours", "sixes",
 )  # fmt: skip
 
 

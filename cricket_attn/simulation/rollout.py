@@ -1,0 +1,144 @@
+"""Monte Carlo innings and matches: the ball model rolled forward with its KV cache.
+
+Each step feeds every unfinished simulation's next ball into the cache (one cache per ensemble member),
+samples its outcome from the model's distribution and its scorebook entry from the training seasons, and
+moves the state. A real innings' balls so far are encoded once and shared by all simulations from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.deliveries import PhaseRules
+from cricket_attn.model import CricketTransformer, Ensemble, KVCache
+from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
+from cricket_attn.simulation.scorebook import Scorebook
+from cricket_attn.simulation.state import InningsSetup, InningsState, replay
+
+
+@dataclass
+class InningsEnd:
+    """How each simulation's innings ended, (N,) tensors."""
+
+    runs: torch.Tensor
+    wickets: torch.Tensor
+    legal: torch.Tensor  # legal balls bowled
+    deliveries: torch.Tensor
+    fours: torch.Tensor
+    sixes: torch.Tensor
+    cut_short: int = 0  # simulations stopped at the model's longest sequence (never seen in real T20 innings)
+
+
+@dataclass
+class Simulator:
+    """A trained model with what simulating needs besides: the phase rules, the scorebook of the training
+    seasons, and the sides' earlier overs for the bowler rule."""
+
+    model: CricketTransformer | Ensemble
+    encoder: SequenceEncoder
+    phases: PhaseRules
+    scorebook: Scorebook
+    usage: BowlingUsage | None = None
+
+    @property
+    def members(self) -> list[CricketTransformer]:
+        return list(self.model.members) if isinstance(self.model, Ensemble) else [self.model]
+
+    @property
+    def max_len(self) -> int:
+        return self.members[0].cfg.max_len
+
+    def new_caches(self) -> list[KVCache]:
+        return [KVCache(m.cfg.n_layers) for m in self.members]
+
+    @torch.no_grad()
+    def encode_innings(self, innings: pd.DataFrame) -> list[KVCache]:
+        """The caches after every real ball of one innings (take `.prefix(t)` for the state before ball t)."""
+        caches = self.new_caches()
+        if len(innings):
+            batch = self.encoder.encode(innings.reset_index(drop=True)).collate([0])
+            self.model.eval()
+            self.log_probs(batch, caches)
+        return caches
+
+    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[KVCache]) -> torch.Tensor:
+        """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches."""
+        if isinstance(self.model, Ensemble):
+            return self.model(batch, caches, last_only=True)[:, -1]
+        return self.model(batch, caches[0], last_only=True)[:, -1].log_softmax(-1)
+
+    @torch.no_grad()
+    def roll(self, state: InningsState, caches: list[KVCache], bowlers: BowlerChoice,
+             generator: torch.Generator | None = None, keep_states: bool = False):
+        """Play every simulation of `state` to the end of its innings. `caches` hold the balls before the state
+        (one row, shared, or one per simulation). Returns an InningsEnd, and with `keep_states` also each
+        simulation's final state."""
+        self.model.eval()
+        n = state.n
+        ends = {name: torch.zeros(n, dtype=torch.long) for name in ("runs", "wickets", "legal", "deliveries", "fours",
+                                                                        "sixes")}
+        if caches[0].length == 0 and int(state.deliveries.max()) > 0:
+            raise ValueError("the caches must hold the balls before the state")
+        if caches[0].length:
+            held = caches[0].keys[0].size(0)
+            if held not in (1, n):
+                raise ValueError(f"the caches hold {held} rows: give one (shared) or one per simulation ({n})")
+            caches = [c.rows(torch.zeros(n, dtype=torch.long)) if held == 1 else c for c in caches]
+        else:
+            caches = self.new_caches()
+        alive = torch.arange(n)  # each row's simulation
+        ended = torch.zeros(n, dtype=torch.bool)  # rows whose innings is over (their ends are kept)
+        finals = []  # with keep_states: (simulations, their final states)
+        cut_short = 0
+        if int(state.deliveries.max()) == 0 and int(state.bowler_overs.sum()) == 0:  # a new innings: its first bowler
+            state.start_over(bowlers.choose(state, generator))
+        while True:
+            full = torch.as_tensor(caches[0].balls()) >= self.max_len
+            done = state.finished() | full
+            new = done & ~ended
+            if bool(new.any()):
+                cut_short += int((full & new & ~state.finished()).sum())
+                for name, values in ends.items():
+                    values[alive[new]] = getattr(state, name)[new]
+                if keep_states:
+                    finals.append((alive[new], state.take(torch.nonzero(new)[:, 0])))
+                ended = done
+            # Ended rows are dropped from the batch once they are a quarter of it (copying the caches costs);
+            # until then they take a null delivery each step, which changes nothing that is kept.
+            if bool(done.all()):
+                end = InningsEnd(**ends, cut_short=cut_short)
+                if not keep_states:
+                    return end
+                order = torch.cat([ids for ids, _ in finals]).argsort()
+                return end, InningsState.stack([part for _, part in finals]).take(order)
+            if int(done.sum()) * 4 >= len(done) or bool(full.any()):  # a full row can take no more balls
+                keep = torch.nonzero(~done)[:, 0]
+                state, alive, ended = state.take(keep), alive[keep], ended[keep]
+                caches = [c.rows(keep) for c in caches]
+                done = ended
+            new_over = state.over_complete() & ~done
+            if bool(new_over.any()):
+                state.end_over(new_over)
+                state.start_over(bowlers.choose(state, generator), new_over)
+            probs = self.log_probs(state.inputs(), caches).exp()
+            outcome = torch.multinomial(probs, 1, generator=generator)[:, 0]
+            ball = self.scorebook.sample(outcome, generator)
+            if bool(done.any()):
+                ball = ball.where(~done)
+            state.record(ball)
+
+    def start(self, setup: InningsSetup, n: int, target: torch.Tensor | float | None = None) -> InningsState:
+        return InningsState(setup, self.encoder, self.phases, n, target)
+
+    def replayed(self, setup: InningsSetup, innings: pd.DataFrame, target: float | None = None) -> InningsState:
+        """A one-simulation state after the real deliveries `innings` (in order)."""
+        return replay(self.start(setup, 1, target), innings)
+
+
+def quantiles(values: torch.Tensor, levels=(0.1, 0.5, 0.9)) -> np.ndarray:
+    return np.quantile(values.double().numpy(), levels)

@@ -1,0 +1,64 @@
+"""Projections for real matches: the real balls so far encoded once, the simulations rolled from there."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from cricket_attn.simulation.match import PROJECTION_COLUMNS, innings_points, over_starts, project_match
+from cricket_attn.simulation.state import InningsSetup, InningsState
+
+
+def test_points_with_their_cached_prefix_predict_as_a_full_pass(fixture_simulator, fixture_tables, deliveries):
+    """Several points of a real chase in one left-padded batch: the next ball's distribution from each
+    point's state and the shared cache equals the full pass over the real innings at that ball."""
+    sim = fixture_simulator
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    at = [0, 7, 40, len(inn) - 1]
+    points = innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))
+    caches = [c.prefixes(torch.tensor(at)) for c in sim.encode_innings(inn)]
+    state = InningsState.stack([p.state for p in points])
+    with torch.no_grad():
+        got = sim.log_probs(state.inputs(), caches).exp()
+        full = sim.model(sim.encoder.encode(inn).collate([0])).softmax(-1)[0, at]
+    assert (got - full).abs().max().item() < 1e-5
+
+
+def test_a_match_is_projected_from_every_over_start(fixture_simulator, fixture_tables, deliveries):
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    out = project_match(fixture_simulator, match, fixture_tables.matches, n=16, seed=1)
+    assert list(out.columns) == list(PROJECTION_COLUMNS)
+    starts = [len(over_starts(match[match["innings"] == i])) for i in (1, 2)]
+    assert (out["innings"] == 1).sum() == starts[0] and (out["innings"] == 2).sum() == starts[1]
+    assert out["win_probability"].between(0, 1).all() and (out["sims"] == 16).all()
+    assert (out["projected_total_q10"] <= out["projected_total_q50"]).all()
+    assert (out["projected_total_q50"] <= out["projected_total_q90"]).all()
+    assert (out["projected_total"] >= out["runs"]).all()
+    chase = out[out["innings"] == 2]
+    assert (chase["target"] == match["target_runs"].dropna().iloc[0]).all() and out.loc[out["innings"] == 1, "target"].isna().all()
+    again = project_match(fixture_simulator, match, fixture_tables.matches, n=16, seed=1)
+    pd.testing.assert_frame_equal(out, again)  # same seed, same numbers
+
+
+def test_a_match_in_progress_gets_its_current_state(fixture_simulator, fixture_tables, deliveries):
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    live = match.iloc[:-25]  # the chase with 25 deliveries to come
+    out = project_match(fixture_simulator, live, fixture_tables.matches, n=8)
+    last = out.iloc[-1]
+    chase = live[live["innings"] == 2]
+    assert last["innings"] == 2 and last["delivery_index"] == len(chase)
+    assert last["runs"] == chase["runs_total"].sum() and last["wickets"] == chase["wicket_count"].sum()
+    assert last["projected_total"] >= last["runs"]
+
+
+@pytest.mark.parametrize("cut", [0, 1])
+def test_between_innings_the_chase_starts_from_the_real_target(fixture_simulator, fixture_tables, deliveries, cut):
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    first = match[match["innings"] == 1]
+    out = project_match(fixture_simulator, first if cut else match, fixture_tables.matches, n=8)
+    if cut:  # the first innings over, the chase not begun: one chase row, at its start
+        chase = out[out["innings"] == 2]
+        assert len(chase) == 1 and chase["delivery_index"].iloc[0] == 0
+        assert chase["target"].iloc[0] == first["runs_total"].sum() + 1
