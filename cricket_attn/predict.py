@@ -138,10 +138,12 @@ class Summary:
     model: str = ""
     seconds: float = 0.0
 
+    def counts(self) -> list[str]:
+        return [f"matches scored:     {self.matches:,}",
+                f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)"]
+
     def __str__(self) -> str:
-        lines = [f"model:              {self.model}",
-                 f"matches scored:     {self.matches:,}",
-                 f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
+        lines = [f"model:              {self.model}", *self.counts(),
                  _names("batters unknown to the model", self.unknown_batters),
                  _names("bowlers unknown to the model", self.unknown_bowlers),
                  f"skipped:            {len(self.skipped)}"]
@@ -150,9 +152,28 @@ class Summary:
         return "\n".join(lines)
 
 
+def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The batters and the bowlers of the regular innings that the model has no embedding for. A player is
+    known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
+    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    return (sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
+            sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)))
+
+
 def _names(what: str, names: list[str], show: int = 10) -> str:
     listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
     return f"{what}: {len(names)}{listed}"
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse, before any work, an output the command could not write."""
+    if out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out {out}: the file name must end in .parquet or .csv")
+    if out.is_dir():
+        raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
+    folder = next(p for p in out.resolve().parents if p.exists())  # missing folders are made
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ValueError(f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> None:
@@ -164,29 +185,29 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
             frame.to_csv(tmp, index=False, float_format="%.9g")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="cricket-attn-predict", description=__doc__.split("\n")[0])
+def scoring_parser(prog: str, description: str, history: str) -> argparse.ArgumentParser:
+    """The arguments the commands that run a model over match files share."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
     p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--history", action="append", help="for a model that reads players' histories: Cricsheet "
-                   "data whose earlier matches give them, beside the matches scored (repeatable; default: the "
-                   "embedded IPL archive)")
+    p.add_argument("--history", action="append", help=history)
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = scoring_parser("cricket-attn-predict", __doc__.split("\n")[0],
+                       "for a model that reads players' histories: Cricsheet data whose earlier matches give them, "
+                       "beside the matches scored (repeatable; default: the embedded IPL archive)")
     return p.parse_args(argv)
 
 
 def run(args: argparse.Namespace) -> Summary:
     start = time.perf_counter()
-    if args.out.suffix not in (".parquet", ".csv"):
-        raise ValueError(f"--out {args.out}: the file name must end in .parquet or .csv")
-    if args.out.is_dir():
-        raise ValueError(f"--out {args.out}: is a folder; give a file name ending in .parquet or .csv")
-    folder = next(p for p in args.out.resolve().parents if p.exists())  # missing folders are made
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ValueError(f"--out {args.out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
+    check_out_path(args.out)
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
     phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
@@ -203,10 +224,7 @@ def run(args: argparse.Namespace) -> Summary:
     out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
     summary.skipped += left_out
     write_table(out, args.out)
-    # A player is known as a batter or as a bowler: a bowler's embedding says nothing of his batting.
-    regular = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)]
-    summary.unknown_batters = sorted(set(regular["batter"].astype(str)) - set(trained.encoder.batters.tokens))
-    summary.unknown_bowlers = sorted(set(regular["bowler"].astype(str)) - set(trained.encoder.bowlers.tokens))
+    summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
     summary.matches = int(out["match_id"].nunique())
     summary.next_balls = int(out["outcome"].isna().sum())
     summary.deliveries = len(out) - summary.next_balls
@@ -214,15 +232,20 @@ def run(args: argparse.Namespace) -> Summary:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def command(prog: str, run, args: argparse.Namespace) -> int:
+    """A scoring command's `run(args)`: its summary printed and exit status 0, or a user's error (a bad
+    model, source, argument or match) as one line on standard error and exit status 2."""
     try:
         summary = run(args)
     except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
-        print(f"cricket-attn-predict: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
     print(summary)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command("cricket-attn-predict", run, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import torch
 
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup, InningsState, replay, squads
+from cricket_attn.simulation.state import MAX_WICKETS, InningsSetup, InningsState, replay, squads
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 PROJECTION_COLUMNS = (
@@ -32,6 +32,28 @@ class Point:
 
     index: int
     state: InningsState
+
+
+class StateError(ValueError):
+    """A match state the rules forbid; the message names the match and the field."""
+
+
+def check_innings(innings: pd.DataFrame, setup: InningsSetup, match_id: str, number: int) -> None:
+    """Refuse a real innings no simulation can continue: more than 10 wickets, a chase without a target,
+    more legal balls than the innings has (an over miscounted by the umpire is allowed)."""
+    if innings.empty:
+        return
+    wickets = int(innings["wicket_count"].sum())
+    if wickets > MAX_WICKETS:
+        raise StateError(f"match {match_id}: innings {number}: wicket_count adds up to {wickets} wickets (at most 10)")
+    if setup.chase != (number == 2):
+        field = "target_runs" if number == 2 else "target_runs (set on the first innings)"
+        raise StateError(f"match {match_id}: innings {number}: {field}: "
+                         f"{'a chase without a target' if number == 2 else 'a first innings with a target'}")
+    legal = int(innings["is_legal"].sum())
+    if legal > setup.balls + setup.balls_per_over:
+        raise StateError(f"match {match_id}: innings {number}: is_legal: {legal} legal balls in an innings of "
+                         f"{setup.balls}")
 
 
 def over_starts(innings: pd.DataFrame) -> list[int]:
@@ -97,6 +119,8 @@ def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFram
     setup1 = InningsSetup.from_table(first, matches)
     team1, team2 = str(first_row["batting_team"]), str(first_row["bowling_team"])
     setup2 = chase_setup(setup1, chase, matches, match_id, team2, team1, setup1.balls)
+    check_innings(first, setup1, match_id, 1)
+    check_innings(chase, setup2, match_id, 2)
     rows = []
 
     def indexes(inn: pd.DataFrame, open_: bool) -> list[int]:
@@ -115,8 +139,7 @@ def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFram
         rows += _rows(points, first, match_id, 1, team1, end1, wins, n, None)
     # The chase.
     if len(chase) or (not first_open and len(first)):
-        target = float(chase["target_runs"].iloc[0]) if len(chase) and pd.notna(chase["target_runs"].iloc[0]) \
-            else float(first["runs_total"].sum() + 1)
+        target = float(chase["target_runs"].iloc[0]) if len(chase) else float(first["runs_total"].sum() + 1)
         chase_open = not _finished(chase, setup2, target)
         points = innings_points(sim, setup2, chase, indexes(chase, chase_open), target)
         if points:

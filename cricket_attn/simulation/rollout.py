@@ -45,6 +45,17 @@ class Simulator:
     scorebook: Scorebook
     usage: BowlingUsage | None = None
 
+    @classmethod
+    def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
+              known: pd.DataFrame) -> Simulator:
+        """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
+        usage from all of them (each match reads only the matches before its own)."""
+        seasons = known["season"].between(encoder.first_season, encoder.last_season)
+        if not seasons.any():
+            raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
+                             f"{encoder.last_season} to fit the scorebook on")
+        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known))
+
     @property
     def members(self) -> list[CricketTransformer]:
         return list(self.model.members) if isinstance(self.model, Ensemble) else [self.model]

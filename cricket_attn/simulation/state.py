@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.cricsheet import OUTCOME_INDEX
+from cricket_attn.cricsheet import OUTCOME_INDEX, OUTCOMES
 from cricket_attn.deliveries import PhaseRules
 from cricket_attn.features import STATE_COLUMNS
 from cricket_attn.model import START_OF_INNINGS
@@ -81,7 +81,7 @@ class Delivery:
             return torch.as_tensor(np.array(values), dtype=dtype)
 
         return cls(
-            outcome=t(d["outcome"].cat.codes), legal=t(d["is_legal"], torch.bool),
+            outcome=t(pd.Categorical(d["outcome"], categories=OUTCOMES).codes), legal=t(d["is_legal"], torch.bool),
             runs_batter=t(d["runs_batter"]), runs_wides=t(d["runs_wides"]), runs_noballs=t(d["runs_noballs"]),
             runs_other=t(d["runs_byes"] + d["runs_legbyes"] + d["runs_penalty"]), wickets=t(d["wicket_count"]),
             bowler_wicket=t(bowler_wickets(d), torch.bool), striker_out=t(striker_out, torch.bool),

@@ -1,0 +1,100 @@
+"""`cricket-attn-simulate`: projected totals and win probabilities, by simulating matches ball by ball.
+
+    cricket-attn-simulate --model runs:/<run_id>/model --sims 200 --out projections.parquet matches.zip live.json
+
+One row per state simulated: by default the start of every over of both innings (every delivery with
+--every-ball), and for a match in progress its current state. Each row has the score, the projected total
+of the innings being batted (mean and 10/50/90% quantiles), the chasing side's win probability (a tie
+counts half) and its Monte Carlo standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from omegaconf import OmegaConf
+
+from cricket_attn import predict, progress
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
+from cricket_attn.histories import known_deliveries
+from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
+from cricket_attn.serving import load_trained
+from cricket_attn.simulation.match import PROJECTION_COLUMNS, project_match
+from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.sources import iter_match_files
+
+
+@dataclass
+class Summary(predict.Summary):
+    states: int = 0
+    sims: int = 0
+
+    def counts(self) -> list[str]:
+        return [f"matches simulated:  {self.matches:,}",
+                f"states:             {self.states:,} ({self.sims:,} simulations each)"]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
+                       "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
+                       "bowling, players' histories (repeatable; default: the embedded IPL archive)")
+    p.add_argument("--sims", type=int, default=200, help="simulations per state (default 200)")
+    p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> Summary:
+    start = time.perf_counter()
+    if args.sims < 1:
+        raise ValueError(f"--sims {args.sims}: at least one simulation per state")
+    check_out_path(args.out)
+    trained = load_trained(args.model, args.tracking_uri)
+    cfg = load_data_config(args.data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    tables = build_tables(iter_match_files(args.sources), phases)
+    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
+    if args.strict and tables.skipped:
+        raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
+    if tables.deliveries.empty:
+        raise ValueError(f"nothing to simulate in {', '.join(map(str, args.sources))}: "
+                         f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries")
+    archive = load_tables(args.history, phases, project_path(cfg.data_dir))
+    known = known_deliveries(tables.deliveries, archive.deliveries)
+    if trained.encoder.history_balls:
+        trained.encoder.attach_histories(known)
+    sim = Simulator.build(trained.model, trained.encoder, phases, known)
+    torch.set_grad_enabled(False)
+    frames = []
+    groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
+    for match_id, match in progress.track(groups, "simulating matches", unit="match"):
+        try:
+            frames.append(project_match(sim, match, tables.matches, n=args.sims, seed=args.seed,
+                                        every_ball=args.every_ball))
+        except ValueError as err:
+            reason = str(err) if str(match_id) in str(err) else f"match {match_id}: {err}"
+            if args.strict:
+                raise ValueError(f"--strict: {reason}") from None
+            summary.skipped.append(reason)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(PROJECTION_COLUMNS))
+    if out.empty:
+        raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
+    write_table(out, args.out)
+    summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
+    summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command("cricket-attn-simulate", run, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""cricket-attn-simulate on real matches: one row per over start, a live match's current state, the same
+numbers for the same seed, and bad input refused in one line or skipped and listed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from cricket_attn.simulate import main, parse_args, run
+from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
+from tests.conftest import FIXTURES
+from tests.test_predict import LIVE_MATCH, live_copy
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tracked_run):
+    return tracked_run["results"]["checkpoint"]
+
+
+def args(checkpoint, out, *sources, sims=4, extra=()):
+    return parse_args(["--model", checkpoint, "--out", str(out), "--sims", str(sims), "--history", str(FIXTURES),
+                       *extra, *map(str, sources)])
+
+
+def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
+    live = live_copy(tmp_path)
+    ended = tmp_path / "1473439.json"
+    shutil.copy(FIXTURES / "1473439.json", ended)
+    out = tmp_path / "projections.parquet"
+    summary = run(args(checkpoint, out, ended, live))
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == list(PROJECTION_COLUMNS) and summary.matches == 2
+    full = deliveries[deliveries["match_id"] == "1473439"]
+    assert (frame["match_id"] == "1473439").sum() == sum(len(over_starts(full[full["innings"] == i])) for i in (1, 2))
+    live_rows = frame[frame["match_id"] == f"{LIVE_MATCH}_live"]
+    current = live_rows.iloc[-1]  # the chase stopped after 3 balls of over 12
+    assert current["innings"] == 2 and current["over"] == 12 and current["legal_balls"] >= 12 * 6 + 3 - 1
+    assert frame["win_probability"].between(0, 1).all() and (frame["sims"] == 4).all()
+    again = tmp_path / "again.parquet"
+    run(args(checkpoint, again, ended, live))
+    pd.testing.assert_frame_equal(frame, pd.read_parquet(again))
+
+
+def edited(folder, match_id, edit, name=None):
+    doc = json.loads((FIXTURES / f"{match_id}.json").read_text())
+    edit(doc)
+    path = folder / f"{name or match_id}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def eleven_wickets(doc):
+    """Every delivery of the first two overs of the chase a wicket: more than 10 in the innings."""
+    for over in doc["innings"][1]["overs"][:2]:
+        for d in over["deliveries"]:
+            d["wickets"] = [{"kind": "bowled", "player_out": d["batter"]}]
+
+
+def no_target(doc):
+    doc["innings"][1].pop("target")
+
+
+def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
+    bad = [edited(tmp_path, "1473438", eleven_wickets), edited(tmp_path, "1473440", no_target)]
+    good = tmp_path / "1527675.json"
+    shutil.copy(FIXTURES / "1527675.json", good)
+    out = tmp_path / "out.csv"
+    summary = run(args(checkpoint, out, good, *bad))
+    assert summary.matches == 1 and len(summary.skipped) == 2
+    reasons = " | ".join(summary.skipped)
+    assert "match 1473438: innings 2: wicket_count" in reasons
+    assert "match 1473440: innings 2: target_runs: a chase without a target" in reasons
+    assert set(pd.read_csv(out)["match_id"].astype(str)) == {"1527675"}
+    # --strict: exit status 2, one line, nothing written
+    strict_out = tmp_path / "strict.csv"
+    assert main(["--model", checkpoint, "--out", str(strict_out), "--sims", "2", "--history", str(FIXTURES),
+                 "--strict", str(good), str(bad[0])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "1473438" in err and not strict_out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sims", "0"], "--sims 0: at least one simulation"),
+    (["--out-name", "x.txt"], "must end in .parquet or .csv"),
+])
+def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):
+    out = tmp_path / ("x.txt" if "--out-name" in argv else "x.csv")
+    extra = [a for a in argv if a not in ("--out-name", "x.txt")]
+    assert main(["--model", checkpoint, "--out", str(out), *extra, str(FIXTURES / "1527675.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0 and not out.exists()
+
+
+def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_path):
+    def test_match(doc):
+        doc["info"]["match_type"] = "Test"
+    path = edited(tmp_path, "1527675", test_match)
+    good = tmp_path / "1527674.json"
+    shutil.copy(FIXTURES / "1527674.json", good)
+    summary = run(args(checkpoint, tmp_path / "out.parquet", good, path))
+    assert summary.matches == 1
+    assert any("1527675" in s and "match_type 'Test'" in s for s in summary.skipped)
