@@ -1,0 +1,99 @@
+"""Simulation speed: simulated balls per second, the KV cache against recomputing, in one run.
+
+    python benchmarks/simulate_speed.py --model outputs/.../checkpoints/refit/calibrated.ckpt
+    python benchmarks/simulate_speed.py --model ... --sims 1000 --device cuda
+
+1. The model alone, one member and the whole model: N innings stepped ball by ball for 120 balls, feeding
+   one new ball into the KV cache per step, against recomputing the whole prefix at every step.
+2. The whole simulator (state update, bowler rule, sampling, scorebook, model): N innings of a real 2025
+   match from ball 0 to their end, in simulated balls per second.
+Prints a table last; run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import torch
+
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.model import Ensemble, KVCache
+from cricket_attn.serving import load_trained
+from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rules import BowlerChoice
+from cricket_attn.simulation.state import InningsSetup
+
+
+def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: bool) -> float:
+    """Seconds to step every row of `batch` through `balls` balls with every member."""
+    start = time.perf_counter()
+    for m in members:
+        cache = KVCache(m.cfg.n_layers) if cached else None
+        for t in range(balls):
+            if cached:
+                m({k: v[:, t:t + 1] for k, v in batch.items()}, cache, last_only=True)
+            else:
+                m({k: v[:, :t + 1] for k, v in batch.items()}, last_only=True)
+    if batch["numeric"].is_cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True, help="checkpoint or MLflow model URI")
+    p.add_argument("--sims", type=int, default=1000, help="innings simulated at once")
+    p.add_argument("--match", default="1473438", help="a 2025 match whose first innings is simulated")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_grad_enabled(False)
+    device = torch.device(args.device)
+    trained = load_trained(args.model)
+    model = trained.model.to(device).eval()
+    members = list(model.members) if isinstance(model, Ensemble) else [model]
+    cfg = load_data_config("ipl")
+    phases = PhaseRules.from_config(cfg.phases)
+    tables = load_tables(None, phases, project_path(cfg.data_dir))
+    d = tables.deliveries
+    innings = d[(d["match_id"].astype(str) == args.match) & (d["innings"] == 1)].reset_index(drop=True)
+    balls = min(120, len(innings))
+    one = trained.encoder.encode(innings).collate([0])
+    batch = {k: v.expand(args.sims, *v.shape[1:]).contiguous().to(device) for k, v in one.items()}
+    rows = []
+    for label, chosen in (("one member", members[:1]), (f"the model ({len(members)} members)", members)):
+        model_steps(chosen, {k: v[:8] for k, v in batch.items()}, 4, True)  # warm-up
+        cached = model_steps(chosen, batch, balls, cached=True)
+        recomputed = model_steps(chosen, batch, balls, cached=False)
+        rows.append((f"model steps, {label}", args.sims * balls / cached, args.sims * balls / recomputed,
+                     recomputed / cached))
+
+    simulated = seconds = 0
+    if device.type == "cpu":  # the simulator's state lives on the CPU; on a GPU only the model steps are timed
+        sim = Simulator.build(model, trained.encoder, phases, d)
+        state = sim.start(InningsSetup.from_table(innings, tables.matches), args.sims)
+        bowlers = BowlerChoice.for_innings(state, sim.usage, str(innings["bowling_team"].iloc[0]),
+                                           innings["date"].iloc[0])
+        start = time.perf_counter()
+        end = sim.roll(state, sim.new_caches(), bowlers, torch.Generator().manual_seed(0))
+        seconds = time.perf_counter() - start
+        simulated = int(end.deliveries.sum())
+        rows.append((f"whole simulator, the model ({len(members)} members)", simulated / seconds, float("nan"),
+                     float("nan")))
+
+    print(f"\nmachine: {platform.processor() or platform.machine()}, {args.threads} thread(s), torch "
+          f"{torch.__version__}, device {args.device}; {args.sims} innings at once, {balls} balls")
+    print(f"{'':<48} {'balls/s cached':>15} {'recomputed':>12} {'speed-up':>9}")
+    for name, fast, slow, ratio in rows:
+        print(f"{name:<48} {fast:>15,.0f} {slow:>12,.0f} {ratio:>8.1f}x")
+    if simulated:
+        print(f"(whole simulator: {args.sims} first innings from ball 0, {simulated:,} deliveries in {seconds:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
