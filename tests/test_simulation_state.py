@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -48,11 +49,16 @@ def test_replayed_state_gives_the_training_inputs(fixture_tables, deliveries, en
     assert compared == (~deliveries["is_super_over"].astype(bool)).sum()
 
 
-def test_the_squads_come_first_in_the_order_the_file_lists_them(fixture_tables, deliveries):
+def test_the_batting_order_is_the_listed_one_with_the_impact_swap_last(fixture_tables, deliveries):
+    """1473439 lists Sunrisers' 12 as A Zampa (swapped out, did not bat), Abhishek Sharma, TM Head, ..."""
     inn = deliveries[(deliveries["match_id"].astype(str) == "1473439") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
-    assert setup.batting[:4] == ["A Zampa", "Abhishek Sharma", "TM Head", "Ishan Kishan"]
+    assert setup.batting[:3] == ["Abhishek Sharma", "TM Head", "Ishan Kishan"] and setup.batting[11] == "A Zampa"
+    assert "A Zampa" not in set(inn["batter"].astype(str)) | set(inn["non_striker"].astype(str))
     assert len(setup.batting) == 12 and set(inn["batter"].astype(str)) <= set(setup.batting)
+    old = deliveries[(deliveries["match_id"].astype(str) == "1082591") & (deliveries["innings"] == 1)]
+    assert InningsSetup.from_table(old, fixture_tables.matches).batting[:2] == list(
+        pd.unique(old[["batter", "non_striker"]].astype(str).to_numpy().ravel()))[:2]  # 11 listed: as they are
     assert set(inn["bowler"].astype(str)) <= set(setup.bowling)
 
 
