@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
@@ -25,7 +25,7 @@ from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.histories import known_deliveries
 from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
 from cricket_attn.serving import load_trained
-from cricket_attn.simulation.match import PROJECTION_COLUMNS, project_match
+from cricket_attn.simulation.match import PROJECTION_COLUMNS, MatchContext, next_over_bowlers, project_match
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.sources import iter_match_files
 
@@ -34,10 +34,28 @@ from cricket_attn.sources import iter_match_files
 class Summary(predict.Summary):
     states: int = 0
     sims: int = 0
+    choices: list[str] = field(default_factory=list)  # --next-over-bowlers: a table per match in progress
 
     def counts(self) -> list[str]:
         return [f"matches simulated:  {self.matches:,}",
                 f"states:             {self.states:,} ({self.sims:,} simulations each)"]
+
+    def __str__(self) -> str:
+        return "\n\n".join([super().__str__(), *filter(None, self.choices)])
+
+
+def next_over_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace) -> str:
+    """The next-over choice of a match in progress as text ('' for a finished match)."""
+    ctx = MatchContext.of(match, matches)
+    number = ctx.live()
+    if number is None:
+        return ""
+    table = next_over_bowlers(sim, match, matches, n=args.sims, seed=args.seed)
+    inn = ctx.innings[number]
+    score = f"{int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())} after {int(inn['is_legal'].sum())} balls"
+    head = (f"match {ctx.match_id}: {ctx.teams[number]} {score}; who bowls over {table['over'].iloc[0]}? "
+            f"(win probability of {ctx.teams[2]}, {args.sims} simulations each)")
+    return head + "\n" + table.drop(columns="over").to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -47,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sims", type=int, default=200, help="simulations per state (default 200)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
+                   "probability under each bowler the fielding side may give the next over to")
     return p.parse_args(argv)
 
 
@@ -86,6 +106,8 @@ def run(args: argparse.Namespace) -> Summary:
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
     write_table(out, args.out)
+    if args.next_over_bowlers:
+        summary.choices = [next_over_table(sim, match, tables.matches, args) for _, match in groups]
     summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start

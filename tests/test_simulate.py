@@ -103,3 +103,13 @@ def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_pat
     summary = run(args(checkpoint, tmp_path / "out.parquet", good, path))
     assert summary.matches == 1
     assert any("1527675" in s and "match_type 'Test'" in s for s in summary.skipped)
+
+
+def test_next_over_bowlers_are_printed_for_a_live_match(checkpoint, tmp_path, capsys):
+    live = live_copy(tmp_path)
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "o.csv"), "--sims", "4", "--history", str(FIXTURES),
+                 "--next-over-bowlers", str(live), str(FIXTURES / "1527675.json")]) == 0
+    printed = capsys.readouterr().out
+    assert f"match {LIVE_MATCH}_live:" in printed and "who bowls over 14?" in printed
+    assert "match 1527675:" not in printed  # a finished match has no next over
+    assert "win_probability_se" in printed

@@ -57,3 +57,19 @@ def test_simulated_innings_keep_the_laws(fixture_simulator, fixture_tables, deli
     assert over.all() and ends.cut_short == 0
     assert (ends.wickets <= 10).all() and (ends.legal <= setup.balls).all()
     assert (ends.wickets == 10).any() and (ends.runs >= target).any()
+
+
+def test_a_forced_over_goes_to_the_chosen_bowler(fixture_simulator, fixture_tables, deliveries):
+    from cricket_attn.simulation.match import ForcedOver
+
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    state = fixture_simulator.start(setup, 200)
+    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]),
+                                    inn["date"].iloc[0])
+    forced = ForcedOver(rule.weights, rule.quota, over=3, bowler=7)
+    _, final = fixture_simulator.roll(state, fixture_simulator.new_caches(), forced,
+                                      torch.Generator().manual_seed(0), keep_states=True)
+    reached = final.over > 3
+    assert reached.sum() > 150 and (final.over_bowler[reached, 3] == 7).all()
+    assert ((final.over_bowler[:, 1:] != final.over_bowler[:, :-1]) | (final.over_bowler[:, 1:] < 0)).all()

@@ -95,58 +95,151 @@ def chase_outcome(end: InningsEnd, target: torch.Tensor) -> torch.Tensor:
 
 
 def simulate_points(sim: Simulator, points: list[Point], innings: pd.DataFrame, team: str, date, n: int,
-                    generator: torch.Generator) -> InningsEnd:
-    """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors)."""
+                    generator: torch.Generator, bowlers: BowlerChoice | None = None) -> InningsEnd:
+    """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors);
+    `bowlers` replaces the bowler rule (a "what if")."""
     caches = sim.encode_innings(innings)
     lengths = torch.tensor([p.index for p in points])
     rows = torch.arange(len(points)).repeat_interleave(n)
     caches = [c.prefixes(lengths).rows(rows) if c.length else c for c in caches]
     state = InningsState.stack([p.state for p in points]).take(rows)
-    bowlers = BowlerChoice.for_innings(state, sim.usage, team, date)
+    bowlers = bowlers or BowlerChoice.for_innings(state, sim.usage, team, date)
     return sim.roll(state, caches, bowlers, generator)
+
+
+@dataclass
+class MatchContext:
+    """One match as far as it has gone: its innings' deliveries, their setups, the sides and the date."""
+
+    match_id: str
+    date: object
+    innings: dict[int, pd.DataFrame]  # 1 and 2, either possibly empty
+    setups: dict[int, InningsSetup]
+    teams: dict[int, str]  # the side batting in each innings
+
+    @classmethod
+    def of(cls, deliveries: pd.DataFrame, matches: pd.DataFrame | None) -> MatchContext:
+        d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
+        if d.empty:
+            raise StateError(f"match {deliveries['match_id'].iloc[0] if len(deliveries) else '?'}: no regular innings")
+        row = d.iloc[0]
+        match_id = str(row["match_id"])
+        first, chase = d[d["innings"] == 1].reset_index(drop=True), d[d["innings"] == 2].reset_index(drop=True)
+        if first.empty:
+            raise StateError(f"match {match_id}: innings: the first innings has no deliveries")
+        team1, team2 = str(row["batting_team"]), str(row["bowling_team"])
+        setup1 = InningsSetup.from_table(first, matches)
+        setup2 = chase_setup(setup1, chase, matches, match_id, team2, team1, setup1.balls)
+        check_innings(first, setup1, match_id, 1)
+        check_innings(chase, setup2, match_id, 2)
+        return cls(match_id, row["date"], {1: first, 2: chase}, {1: setup1, 2: setup2}, {1: team1, 2: team2})
+
+    def target(self) -> float:
+        chase = self.innings[2]
+        return float(chase["target_runs"].iloc[0]) if len(chase) else float(self.innings[1]["runs_total"].sum() + 1)
+
+    def is_open(self, number: int) -> bool:
+        """Innings `number` can go on: not finished, and (the first) no chase begun."""
+        if number == 1 and len(self.innings[2]):
+            return False
+        inn, setup = self.innings[number], self.setups[number]
+        if number == 2 and self.is_open(1):
+            return False
+        return not _finished(inn, setup, self.target() if number == 2 else None)
+
+    def live(self) -> int | None:
+        """The innings in progress (or about to begin), None once the match is over."""
+        return next((k for k in (1, 2) if self.is_open(k)), None)
+
+    def points(self, sim: Simulator, number: int, indexes: list[int]) -> list[Point]:
+        return innings_points(sim, self.setups[number], self.innings[number], indexes,
+                              self.target() if number == 2 else None)
+
+    def simulate(self, sim: Simulator, number: int, points: list[Point], n: int, generator: torch.Generator,
+                 bowlers: BowlerChoice | None = None) -> tuple[InningsEnd, torch.Tensor]:
+        """From points of innings `number`: how each simulated innings ended, and each simulation's result
+        for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too."""
+        end = simulate_points(sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator,
+                              bowlers)
+        if number == 2:
+            return end, chase_outcome(end, torch.tensor(self.target(), dtype=torch.float64))
+        target = end.runs.double() + 1
+        chasing = sim.start(self.setups[2], len(target), target)
+        rule = BowlerChoice.for_innings(chasing, sim.usage, self.teams[1], self.date)
+        return end, chase_outcome(sim.roll(chasing, sim.new_caches(), rule, generator), target)
 
 
 def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
                   seed: int = 0, every_ball: bool = False) -> pd.DataFrame:
     """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point."""
-    d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
-    if d.empty:
+    if deliveries[~deliveries["is_super_over"].astype(bool)].empty:
         return pd.DataFrame(columns=list(PROJECTION_COLUMNS))
+    ctx = MatchContext.of(deliveries, matches)
     generator = torch.Generator().manual_seed(seed)
-    first_row = d.iloc[0]
-    match_id, date = str(first_row["match_id"]), first_row["date"]
-    first, chase = d[d["innings"] == 1], d[d["innings"] == 2]
-    setup1 = InningsSetup.from_table(first, matches)
-    team1, team2 = str(first_row["batting_team"]), str(first_row["bowling_team"])
-    setup2 = chase_setup(setup1, chase, matches, match_id, team2, team1, setup1.balls)
-    check_innings(first, setup1, match_id, 1)
-    check_innings(chase, setup2, match_id, 2)
     rows = []
-
-    def indexes(inn: pd.DataFrame, open_: bool) -> list[int]:
+    for number in (1, 2):
+        inn = ctx.innings[number]
+        if number == 2 and not len(inn) and ctx.live() != 2:
+            continue  # the first innings still going (or the match over before the chase)
         chosen = list(range(len(inn))) if every_ball else over_starts(inn)
-        return chosen + [len(inn)] if open_ and len(inn) not in chosen else chosen
-
-    # The first innings: its rest, then the chase of each simulated total.
-    first_open = chase.empty and not _finished(first, setup1, None)
-    points = innings_points(sim, setup1, first, indexes(first, first_open), None)
-    if points:
-        end1 = simulate_points(sim, points, first, team2, date, n, generator)
-        target = end1.runs.double() + 1
-        chasing = sim.start(setup2, len(target), target)
-        end2 = sim.roll(chasing, sim.new_caches(), BowlerChoice.for_innings(chasing, sim.usage, team1, date), generator)
-        wins = chase_outcome(end2, target)
-        rows += _rows(points, first, match_id, 1, team1, end1, wins, n, None)
-    # The chase.
-    if len(chase) or (not first_open and len(first)):
-        target = float(chase["target_runs"].iloc[0]) if len(chase) else float(first["runs_total"].sum() + 1)
-        chase_open = not _finished(chase, setup2, target)
-        points = innings_points(sim, setup2, chase, indexes(chase, chase_open), target)
+        if ctx.is_open(number) and len(inn) not in chosen:
+            chosen.append(len(inn))  # the state now
+        points = ctx.points(sim, number, chosen)
         if points:
-            end2 = simulate_points(sim, points, chase, team1, date, n, generator)
-            wins = chase_outcome(end2, torch.tensor(target, dtype=torch.float64))
-            rows += _rows(points, chase, match_id, 2, team2, end2, wins, n, target)
+            end, wins = ctx.simulate(sim, number, points, n, generator)
+            rows += _rows(points, inn, ctx.match_id, number, ctx.teams[number], end, wins, n,
+                          ctx.target() if number == 2 else None)
     return pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
+
+
+@dataclass
+class ForcedOver(BowlerChoice):
+    """The bowler rule, except that over `over` goes to `bowler` (a slot) in every simulation."""
+
+    over: int = 0
+    bowler: int = 0
+
+    def probabilities(self, state: InningsState) -> torch.Tensor:
+        p = super().probabilities(state)  # the caller has checked that he may bowl that over
+        # Keep him free for it: not the over either side of it, and an over of his quota left before it.
+        spare = (state.over < self.over) & (state.bowler_overs[:, self.bowler] >= self.quota - 1)
+        keep_off = (state.over == self.over - 1) | (state.over == self.over + 1) | spare
+        p[keep_off, self.bowler] = 0
+        p = p / p.sum(1, keepdim=True)
+        p[state.over == self.over] = torch.nn.functional.one_hot(torch.tensor(self.bowler), p.size(1)).to(p.dtype)
+        return p
+
+
+def next_over_bowlers(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 200,
+                      seed: int = 0) -> pd.DataFrame:
+    """For a match in progress: the chasing side's win probability (and the batting side's projected total)
+    under each player the fielding side may give the next over to, with the Monte Carlo standard error."""
+    ctx = MatchContext.of(deliveries, matches)
+    number = ctx.live()
+    if number is None:
+        raise StateError(f"match {ctx.match_id}: the match is over; nothing to choose")
+    inn, setup = ctx.innings[number], ctx.setups[number]
+    (point,) = ctx.points(sim, number, [len(inn)])
+    state = point.state
+    rule = BowlerChoice.for_innings(state, sim.usage, ctx.teams[3 - number], ctx.date)
+    eligible = state.bowler_overs[0] < rule.quota
+    if len(inn):  # the over under way (or just finished) is its bowler's: the choice is for the one after
+        next_over = int(state.over[0]) + 1
+        eligible &= torch.arange(len(eligible)) != state.bowler[0]
+    else:
+        next_over = 0
+    rows = []
+    for slot in torch.nonzero(eligible)[:, 0].tolist():
+        if slot >= len(setup.bowling):
+            continue  # an unlisted player's place
+        forced = ForcedOver(rule.weights, rule.quota, over=next_over, bowler=slot)
+        end, wins = ctx.simulate(sim, number, [point], n, torch.Generator().manual_seed(seed), forced)
+        rows.append({"bowler": setup.bowling[slot], "overs_bowled": int(state.bowler_overs[0, slot]),
+                     "over": next_over + 1, "win_probability": float(wins.mean()),
+                     "win_probability_se": float(wins.std() / np.sqrt(n)),
+                     "projected_total": float(end.runs.double().mean())})
+    # Best first for the fielding side: the chasing side's lowest chance when it bats, its highest when it bowls.
+    return pd.DataFrame(rows).sort_values("win_probability", ascending=number == 2, ignore_index=True)
 
 
 def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) -> bool:
