@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -26,6 +27,7 @@ from cricket_attn.histories import known_deliveries
 from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation.match import PROJECTION_COLUMNS, MatchContext, next_over_bowlers, project_match
+from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.sources import iter_match_files
 
@@ -65,6 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sims", type=int, default=200, help="simulations per state (default 200)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
+                   "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
                    "probability under each bowler the fielding side may give the next over to")
     return p.parse_args(argv)
@@ -106,6 +110,11 @@ def run(args: argparse.Namespace) -> Summary:
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
     write_table(out, args.out)
+    if args.plots:
+        for match_id, match in groups:
+            rows = out[out["match_id"] == str(match_id)]
+            if len(rows):
+                plot_match(rows, match, args.plots)
     if args.next_over_bowlers:
         summary.choices = [next_over_table(sim, match, tables.matches, args) for _, match in groups]
     summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)

@@ -30,7 +30,7 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     ended = tmp_path / "1473439.json"
     shutil.copy(FIXTURES / "1473439.json", ended)
     out = tmp_path / "projections.parquet"
-    summary = run(args(checkpoint, out, ended, live))
+    summary = run(args(checkpoint, out, ended, live, extra=("--plots", str(tmp_path / "plots"))))
     frame = pd.read_parquet(out)
     assert list(frame.columns) == list(PROJECTION_COLUMNS) and summary.matches == 2
     full = deliveries[deliveries["match_id"] == "1473439"]
@@ -39,6 +39,9 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     current = live_rows.iloc[-1]  # the chase stopped after 3 balls of over 12
     assert current["innings"] == 2 and current["over"] == 12 and current["legal_balls"] >= 12 * 6 + 3 - 1
     assert frame["win_probability"].between(0, 1).all() and (frame["sims"] == 4).all()
+    pictures = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert pictures == sorted(f"{m}-{kind}.png" for m in ("1473439", f"{LIVE_MATCH}_live") for kind in ("worm", "win"))
+    assert all((tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in pictures)
     again = tmp_path / "again.parquet"
     run(args(checkpoint, again, ended, live))
     pd.testing.assert_frame_equal(frame, pd.read_parquet(again))
