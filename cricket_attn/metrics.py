@@ -218,6 +218,14 @@ def plot_comparison(paired: pd.DataFrame, path: str | Path, title: str = "") -> 
     return save_figure(fig, path)
 
 
+def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
+    """A frame as a markdown table, floats to `digits` decimals."""
+    cell = lambda v: f"{v:.{digits}f}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def save_figure(fig, path: str | Path, tight_layout: bool = True) -> Path:
     """A matplotlib figure as a PNG, written atomically, then closed. Without `tight_layout` (figures
     with a colour bar beside a grid of axes) the saved image is cropped to what is drawn instead."""

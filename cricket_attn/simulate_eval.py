@@ -1,0 +1,147 @@
+"""`cricket-attn-simulate-eval`: how good the simulator's match-level answers are, logged to MLflow.
+
+    cricket-attn-simulate-eval --model outputs/<date>/<time>/checkpoints/refit/calibrated.ckpt --sims 100
+
+On the test seasons (by default 2025-2026, the model fitted through 2024): the chase's win probability
+from every over start and the first-innings total after 6, 10 and 15 overs, against match-level baselines
+fitted on the same seasons (`cricket_attn.simulation.evaluation`). Writes the tables, the reliability
+diagram and a few matches' pictures to --out, and logs one run (tag model_family=simulator) beside the
+ball-level runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+from cricket_attn import tracking
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.lit_module import CheckpointError
+from cricket_attn.metrics import markdown_table, save_figure
+from cricket_attn.serving import load_trained
+from cricket_attn.simulation.evaluation import evaluate
+from cricket_attn.simulation.match import project_match
+from cricket_attn.simulation.plots import plot_match
+from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.sources import SourceError
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="cricket-attn-simulate-eval", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="MLflow model URI or checkpoint")
+    p.add_argument("--sims", type=int, default=100, help="simulations per state (default 100)")
+    p.add_argument("--train-until", type=int, default=2024, help="the baselines' last training season")
+    p.add_argument("--test", type=int, nargs="+", default=[2025, 2026], help="the seasons evaluated")
+    p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the embedded IPL archive)")
+    p.add_argument("--matches", type=int, help="only the first N test matches (a quick look)")
+    p.add_argument("--plots", type=int, default=3, help="matches drawn and logged (default 3)")
+    p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default="ipl")
+    p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
+    p.add_argument("--experiment", default="cricket_attn")
+    return p.parse_args(argv)
+
+
+def plot_reliability(table, path: Path, n: int) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+    ax.plot(table["forecast"], table["observed"], marker="o")
+    ax.set(xlabel="simulated win probability of the chasing side", ylabel="how often it won", xlim=(0, 1),
+           ylim=(0, 1), title=f"Chases, every over start ({n} simulations each)")
+    return save_figure(fig, path)
+
+
+def run(args: argparse.Namespace) -> str:
+    start = time.perf_counter()
+    if args.sims < 1:
+        raise ValueError(f"--sims {args.sims}: at least one simulation per state")
+    tracking.check_tracking_uri(args.tracking_uri)
+    trained = load_trained(args.model, args.tracking_uri)
+    cfg = load_data_config(args.data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    tables = load_tables(args.sources, phases, project_path(cfg.data_dir))
+    d = tables.deliveries
+    if trained.encoder.history_balls:
+        trained.encoder.attach_histories(d)
+    sim = Simulator.build(trained.model, trained.encoder, phases, d[d["season"] <= args.train_until])
+    test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
+    if not test_ids:
+        raise ValueError(f"--test {args.test}: no matches of these seasons in the data")
+    if args.matches:
+        test_ids = test_ids[:args.matches]
+        d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
+    torch.set_grad_enabled(False)
+    result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    report = "\n\n".join([
+        f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
+        f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
+        f"{result['no_result_matches']} without a result left out).",
+        "Chase win probability:\n\n" + markdown_table(result["win"], 4),
+        "First-innings total:\n\n" + markdown_table(result["totals"], 3),
+        "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
+    ])
+    with atomic_path(out / "simulation.md") as tmp:
+        tmp.write_text(report + "\n")
+    for name in ("chases", "first"):
+        with atomic_path(out / f"{name}.parquet") as tmp:
+            result[name].to_parquet(tmp, index=False)
+    pictures = [plot_reliability(result["reliability"], out / "reliability.png", args.sims)]
+    for match_id in test_ids[:args.plots]:
+        match = d[d["match_id"].astype(str) == match_id]
+        pictures += plot_match(project_match(sim, match, tables.matches, args.sims, args.seed), match, out / "matches")
+
+    uri = args.tracking_uri
+    run_id = tracking.start_run(uri, args.experiment, tracking.run_name("simulator", f"sims={args.sims}"),
+                                {"model_family": "simulator", "model": trained.source}, description=report)
+    win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
+    metrics = {"sim/brier": win.loc["all over starts", "simulator_brier"],
+               "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
+               "sim/ece": win.loc["all over starts", "simulator_ece"],
+               "sim/bias": win.loc["all over starts", "simulator_bias"],
+               "baseline/brier": win.loc["all over starts", "logistic_brier"],
+               "paired/brier_diff": win.loc["all over starts", "brier_diff"]}
+    for label, key in (("chase start", "start"), ("after 6 overs", "6"), ("after 10 overs", "10"), ("after 15 overs", "15")):
+        metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
+    for k, row in totals.iterrows():
+        metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
+        metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]
+        metrics[f"baseline/total_mae_{k}"] = row["gbm_mae"]
+    client = tracking.MlflowClient(uri)
+    for name, value in metrics.items():
+        client.log_metric(run_id, name, float(value))
+    tracking.log_params(uri, run_id, {"sims": str(args.sims), "train_until": str(args.train_until),
+                                      "test": ",".join(map(str, args.test)), "seed": str(args.seed)})
+    client.log_artifact(run_id, str(out / "simulation.md"))
+    for picture in pictures:
+        client.log_artifact(run_id, str(picture), "pictures")
+    tracking.end_run(uri, run_id, "FINISHED")
+    return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s); MLflow run {run_id}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        print(run(args))
+    except (CheckpointError, SourceError, ValueError, FileNotFoundError, tracking.TrackingError) as err:
+        print(f"cricket-attn-simulate-eval: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""cricket-attn-simulate-eval end to end on the fixture matches: the report, the pictures, the MLflow run."""
+
+from __future__ import annotations
+
+from mlflow.tracking import MlflowClient
+
+from cricket_attn.simulate_eval import main
+from tests.conftest import FIXTURES
+
+
+def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = tmp_path / "sim"
+    assert main(["--model", tracked_run["results"]["checkpoint"], "--sims", "4", "--sources", str(FIXTURES),
+                 "--out", str(out), "--plots", "1", "--tracking-uri", uri]) == 0
+    report = (out / "simulation.md").read_text()
+    assert "Chase win probability" in report and "First-innings total" in report and "(5 matches;" in report
+    assert (out / "reliability.png").is_file() and len(list((out / "matches").glob("*.png"))) == 2
+    (run,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id])
+    assert run.data.tags["model_family"] == "simulator" and run.info.status == "FINISHED"
+    assert 0 <= run.data.metrics["sim/brier"] <= 1 and "sim/total_mae_10" in run.data.metrics
+    assert "MLflow run" in capsys.readouterr().out
+
+
+def test_no_simulation_is_refused_in_one_line(tracked_run, tmp_path, capsys):
+    assert main(["--model", tracked_run["results"]["checkpoint"], "--sims", "0", "--sources", str(FIXTURES),
+                 "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
+    assert "--sims 0" in capsys.readouterr().err
