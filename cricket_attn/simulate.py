@@ -1,6 +1,6 @@
 """`cricket-attn-simulate`: projected totals and win probabilities, by simulating matches ball by ball.
 
-    cricket-attn-simulate --model runs:/<run_id>/model --sims 200 --out projections.parquet matches.zip live.json
+    cricket-attn-simulate --model runs:/<run_id>/model --sims 100 --out projections.parquet matches.zip live.json
 
 One row per state simulated: by default the start of every over of both innings (every delivery with
 --every-ball), and for a match in progress its current state. Each row has the score, the projected total
@@ -64,7 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
                        "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
                        "bowling, players' histories (repeatable; default: the embedded IPL archive)")
-    p.add_argument("--sims", type=int, default=200, help="simulations per state (default 200)")
+    p.add_argument("--sims", type=int, default=100, help="simulations per state (default 100; the standard "
+                   "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "

@@ -210,7 +210,7 @@ class ForcedOver(BowlerChoice):
         return p
 
 
-def next_over_bowlers(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 200,
+def next_over_bowlers(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
                       seed: int = 0) -> pd.DataFrame:
     """For a match in progress: the chasing side's win probability (and the batting side's projected total)
     under each player the fielding side may give the next over to, with the Monte Carlo standard error."""
