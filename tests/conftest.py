@@ -5,12 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from cricket_attn.config import load_data_config
 from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
+
+# The tests' models are tiny: a second thread only adds hand-offs, and on a busy 2-core machine (CI, or
+# training beside) two threads waiting on each other made the simulation tests ten times slower.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
