@@ -50,6 +50,11 @@ def _before(values: pd.Series, groups: Sequence) -> pd.Series:
     return values.groupby(groups, sort=False, observed=True).cumsum() - values
 
 
+def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
+    """Whether each delivery's wicket is the bowler's: a wicket, unless it is a run out."""
+    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
+
+
 def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame:
     """Pre-ball match state of every delivery (columns STATE_COLUMNS).
 
@@ -85,8 +90,7 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     # Byes and leg-byes are not charged to the bowler.
     conceded = d["runs_batter"] + d["runs_wides"] + d["runs_noballs"]
     out["bowler_runs_before"] = _before(conceded.astype(np.int64), bowler_key)
-    bowler_wicket = d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")
-    out["bowler_wickets_before"] = _before(bowler_wicket.astype(np.int64), bowler_key)
+    out["bowler_wickets_before"] = _before(pd.Series(bowler_wickets(d).astype(np.int64), index=d.index), bowler_key)
 
     stand = [inn, out["wickets_before"].to_numpy()]
     out["partnership_runs"] = _before(runs, stand)

@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> str:
     d = tables.deliveries
     if trained.encoder.history_balls:
         trained.encoder.attach_histories(d)
-    sim = Simulator.build(trained.model, trained.encoder, phases, d[d["season"] <= args.train_until])
+    # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
+    sim = Simulator.build(trained.model, trained.encoder, phases, d)
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
     if not test_ids:
         raise ValueError(f"--test {args.test}: no matches of these seasons in the data")

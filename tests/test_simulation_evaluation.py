@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cricket_attn.simulation.evaluation import Baselines, ece, evaluate, over_starts
+from cricket_attn.simulation.evaluation import Baselines, ece, evaluate, over_start_states
 
 
 @pytest.fixture(scope="module")
 def states(fixture_tables):
-    return over_starts(fixture_tables.deliveries, fixture_tables.matches)
+    return over_start_states(fixture_tables.deliveries, fixture_tables.matches)
 
 
-def test_over_starts_carry_the_result(states, deliveries):
+def test_over_start_states_carry_the_result(states, deliveries):
     one = states[(states["match_id"] == "1473439") & (states["innings"] == 2)]
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)]
     assert len(one) == inn["over"].nunique() and (one["total"] == inn["runs_total"].sum()).all()

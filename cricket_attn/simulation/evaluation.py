@@ -20,9 +20,8 @@ from sklearn.preprocessing import StandardScaler
 from cricket_attn import progress
 from cricket_attn.features import match_state
 from cricket_attn.metrics import match_bootstrap
-from cricket_attn.simulation.match import innings_points, simulate_points
+from cricket_attn.simulation.match import MatchContext
 from cricket_attn.simulation.rollout import Simulator
-from cricket_attn.simulation.state import InningsSetup
 
 CHASE_CHECKPOINTS = (0, 6, 10, 15)  # the chase's start, and after 6, 10 and 15 overs
 TOTAL_CHECKPOINTS = (6, 10, 15)  # first-innings totals after this many overs
@@ -30,7 +29,7 @@ QUANTILES = (0.1, 0.9)
 WIN_BINS = 10
 
 
-def over_starts(deliveries: pd.DataFrame, matches: pd.DataFrame) -> pd.DataFrame:
+def over_start_states(deliveries: pd.DataFrame, matches: pd.DataFrame) -> pd.DataFrame:
     """The state before the first ball of every over of every regular innings, with what came of it: the
     innings' total and, for a chase, `won` (1, 0, or 0.5 for a tie; NaN for no result)."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
@@ -89,27 +88,21 @@ class Baselines:
 
 def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, states: pd.DataFrame,
                        n: int, seed: int = 0) -> pd.DataFrame:
-    """`states` (rows of `over_starts`) with the simulator's `sim_win` (chases) or `sim_total`, `sim_q10`,
-    `sim_q90` (first innings), from n simulations of each."""
+    """`states` (rows of `over_start_states`) with the simulator's `sim_win` (chases) or `sim_total`,
+    `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each."""
     generator = torch.Generator().manual_seed(seed)
-    d = deliveries[~deliveries["is_super_over"].astype(bool)]
-    d = d.assign(match_key=d["match_id"].astype(str))
+    by_match = dict(iter(deliveries.groupby(deliveries["match_id"].astype(str), sort=False, observed=True)))
     out = []
-    for (match_id, innings), wanted in progress.track(list(states.groupby(["match_id", "innings"], sort=False)),
-                                                      "simulating states", unit="innings"):
-        inn = d[(d["match_key"] == match_id) & (d["innings"] == innings)].reset_index(drop=True)
-        setup = InningsSetup.from_table(inn, matches)
-        target = float(inn["target_runs"].iloc[0]) if setup.chase else None
-        indexes = wanted["delivery_index"].tolist()
-        points = innings_points(sim, setup, inn, indexes, target)
-        first = inn.iloc[0]
-        end = simulate_points(sim, points, inn, str(first["bowling_team"]), first["date"], n, generator)
-        runs = end.runs.double().view(len(points), n)
+    for (match_id, number), wanted in progress.track(list(states.groupby(["match_id", "innings"], sort=False)),
+                                                     "simulating states", unit="innings"):
+        ctx = MatchContext.of(by_match[match_id], matches)
+        points = ctx.points(sim, number, wanted["delivery_index"].tolist())
+        end, wins = ctx.simulate(sim, number, points, n, generator, then_chase=False)
         part = wanted.copy()
-        if setup.chase:
-            win = torch.where(runs >= target, 1.0, torch.where(runs == target - 1, 0.5, 0.0))
-            part["sim_win"] = win.mean(1).numpy()
+        if number == 2:
+            part["sim_win"] = wins.view(len(points), n).mean(1).numpy()
         else:
+            runs = end.runs.double().view(len(points), n)
             part["sim_total"] = runs.mean(1).numpy()
             q = torch.quantile(runs, torch.tensor(QUANTILES, dtype=torch.float64), dim=1)
             part["sim_q10"], part["sim_q90"] = q[0].numpy(), q[1].numpy()
@@ -184,7 +177,7 @@ def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, tr
              test_seasons: list[int], n: int, seed: int = 0) -> dict[str, pd.DataFrame | int]:
     """The simulator and the baselines on the test seasons' chases (every over start) and first innings
     (after 6, 10 and 15 overs); the baselines fitted on the seasons up to `train_until`."""
-    states = over_starts(deliveries, matches)
+    states = over_start_states(deliveries, matches)
     baselines = Baselines(states[states["season"] <= train_until], seed)
     test = states[states["season"].isin(test_seasons)]
     no_result = test[test["chase"] & test["won"].isna()]["match_id"].nunique()

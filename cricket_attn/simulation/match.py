@@ -156,13 +156,16 @@ class MatchContext:
                               self.target() if number == 2 else None)
 
     def simulate(self, sim: Simulator, number: int, points: list[Point], n: int, generator: torch.Generator,
-                 bowlers: BowlerChoice | None = None) -> tuple[InningsEnd, torch.Tensor]:
+                 bowlers: BowlerChoice | None = None, then_chase: bool = True) -> tuple[InningsEnd, torch.Tensor | None]:
         """From points of innings `number`: how each simulated innings ended, and each simulation's result
-        for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too."""
+        for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too
+        (None without `then_chase`)."""
         end = simulate_points(sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator,
                               bowlers)
         if number == 2:
             return end, chase_outcome(end, torch.tensor(self.target(), dtype=torch.float64))
+        if not then_chase:
+            return end, None
         target = end.runs.double() + 1
         chasing = sim.start(self.setups[2], len(target), target)
         rule = BowlerChoice.for_innings(chasing, sim.usage, self.teams[1], self.date)
@@ -247,7 +250,7 @@ def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) 
     if innings.empty:
         return False
     runs, wickets = innings["runs_total"].sum(), innings["wicket_count"].sum()
-    return bool(wickets >= 10 or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target))
+    return bool(wickets >= MAX_WICKETS or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target))
 
 
 def _rows(points: list[Point], innings: pd.DataFrame, match_id: str, number: int, team: str, end: InningsEnd,
@@ -258,11 +261,14 @@ def _rows(points: list[Point], innings: pd.DataFrame, match_id: str, number: int
     for p, total, win in zip(points, totals, wins):
         s = p.state
         row = innings.iloc[p.index] if p.index < len(innings) else None
+        # The state now: the next ball's over and number (a finished over's next ball opens the next over).
+        next_over, next_ball = ((int(s.over[0]) + 1, 1) if bool(s.over_complete()[0]) else
+                                (int(s.over[0]), int(s.legal_in_over[0]) + 1))
         q = np.quantile(total.numpy(), QUANTILE_LEVELS)
         out.append({
             "match_id": match_id, "innings": number, "batting_team": team,
-            "delivery_index": p.index, "over": int(s.over[0]) if row is None else int(row["over"]),
-            "ball": int(s.legal_in_over[0]) + 1 if row is None else int(row["ball_in_over"]),
+            "delivery_index": p.index, "over": int(row["over"]) if row is not None else next_over,
+            "ball": int(row["ball_in_over"]) if row is not None else next_ball,
             "runs": int(s.runs[0]), "wickets": int(s.wickets[0]), "legal_balls": int(s.legal[0]), "target": target,
             "projected_total": float(total.mean()), "projected_total_q10": q[0], "projected_total_q50": q[1],
             "projected_total_q90": q[2], "win_probability": float(win.mean()),

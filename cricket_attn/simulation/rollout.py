@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -18,7 +17,7 @@ from cricket_attn.model import CricketTransformer, Ensemble, KVCache
 from cricket_attn.sequences import SequenceEncoder
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
-from cricket_attn.simulation.state import InningsSetup, InningsState, replay
+from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
 @dataclass
@@ -69,7 +68,7 @@ class Simulator:
 
     @torch.no_grad()
     def encode_innings(self, innings: pd.DataFrame) -> list[KVCache]:
-        """The caches after every real ball of one innings (take `.prefix(t)` for the state before ball t)."""
+        """The caches after every real ball of one innings (`KVCache.prefixes` cuts them for earlier states)."""
         caches = self.new_caches()
         if len(innings):
             batch = self.encoder.encode(innings.reset_index(drop=True)).collate([0])
@@ -145,11 +144,3 @@ class Simulator:
 
     def start(self, setup: InningsSetup, n: int, target: torch.Tensor | float | None = None) -> InningsState:
         return InningsState(setup, self.encoder, self.phases, n, target)
-
-    def replayed(self, setup: InningsSetup, innings: pd.DataFrame, target: float | None = None) -> InningsState:
-        """A one-simulation state after the real deliveries `innings` (in order)."""
-        return replay(self.start(setup, 1, target), innings)
-
-
-def quantiles(values: torch.Tensor, levels=(0.1, 0.5, 0.9)) -> np.ndarray:
-    return np.quantile(values.double().numpy(), levels)

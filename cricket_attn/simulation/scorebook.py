@@ -54,16 +54,3 @@ class Scorebook:
         for f in ("legal", "bowler_wicket", "striker_out", "non_striker_out"):
             values[f] = values[f].bool()
         return Delivery(**values)
-
-    def expected_runs(self) -> torch.Tensor:
-        """(classes,) the mean runs of a delivery of each class."""
-        runs = sum(self.entries[:, ENTRY_FIELDS.index(f)] for f in ("runs_batter", "runs_wides", "runs_noballs",
-                                                                      "runs_other"))
-        return self.probability @ runs.double()
-
-    def describe(self) -> pd.DataFrame:
-        """Each entry with its share of its class, for reading."""
-        out = pd.DataFrame(self.entries.numpy(), columns=list(ENTRY_FIELDS))
-        out["outcome"] = [OUTCOMES[c] for c in out["outcome"]]
-        out["share"] = self.probability.max(0).values.numpy()
-        return out.sort_values(["outcome", "share"], ascending=[True, False], ignore_index=True)

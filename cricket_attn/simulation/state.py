@@ -16,14 +16,14 @@ import torch
 
 from cricket_attn.cricsheet import OUTCOME_INDEX, OUTCOMES
 from cricket_attn.deliveries import PhaseRules
-from cricket_attn.features import STATE_COLUMNS
+from cricket_attn.features import STATE_COLUMNS, bowler_wickets, innings_balls
 from cricket_attn.model import START_OF_INNINGS
 from cricket_attn.sequences import UNK, SequenceEncoder
 
 MAX_WICKETS = 10
 RECENT = 6  # the last six deliveries, summarised as the last6_* features
 _DOT, _FOUR, _SIX = OUTCOME_INDEX["dot"], OUTCOME_INDEX["4"], OUTCOME_INDEX["6"]
-_WICKET, _WIDE, _NOBALL = OUTCOME_INDEX["wicket"], OUTCOME_INDEX["wide"], OUTCOME_INDEX["noball"]
+_WIDE, _NOBALL = OUTCOME_INDEX["wide"], OUTCOME_INDEX["noball"]
 
 
 def runs_ran(d: pd.DataFrame) -> np.ndarray:
@@ -45,11 +45,6 @@ def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
     other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
     return striker, other
-
-
-def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
-    """A wicket is the bowler's unless it is a run out."""
-    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
 
 
 @dataclass
@@ -115,8 +110,6 @@ class InningsSetup:
     def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
         """One regular innings of a deliveries table. The sides are the players the matches table lists
         for them (see `squads`), then anyone else who batted or bowled in `d`, in order of appearance."""
-        from cricket_attn.features import innings_balls
-
         first = d.iloc[0]
         batting, bowling = squads(matches, first["match_id"], str(first["batting_team"]), str(first["bowling_team"]))
         seen_batters = pd.unique(np.column_stack([d["batter"].astype(str), d["non_striker"].astype(str)]).ravel())
@@ -328,12 +321,6 @@ class InningsState:
 
     # --- copies ---
 
-    def repeat(self, n: int) -> InningsState:
-        """A state of n simulations, each a copy of this one-simulation state."""
-        if self.n != 1:
-            raise ValueError(f"repeat copies a state of one simulation, this one has {self.n}")
-        return self.take(torch.zeros(n, dtype=torch.long))
-
     def clone(self) -> InningsState:
         return self._map(torch.clone, self.n)
 
@@ -381,13 +368,12 @@ def _phase_table(phases: PhaseRules, setup: InningsSetup) -> torch.Tensor:
     return torch.as_tensor(np.asarray(codes, dtype=np.int64).reshape(over.shape))
 
 
-
 def replay(state: InningsState, d: pd.DataFrame, before_ball=None) -> InningsState:
     """Move a one-simulation state through the real deliveries `d` (one innings, in order), taking who bats
     and bowls and the over from the record. `before_ball(i, state, by_laws)` is called before delivery i is
     recorded, with the (striker, non-striker) slots the laws gave before the record's were put."""
     if state.n != 1:
-        raise ValueError(f"replay moves a state of one simulation (then `repeat` it), this one has {state.n}")
+        raise ValueError(f"replay moves a state of one simulation (then `take` copies of it), this one has {state.n}")
     batting = {p: i for i, p in enumerate(state.setup.batting)}
     bowling = {p: i for i, p in enumerate(state.setup.bowling)}
     balls = Delivery.from_table(d)
