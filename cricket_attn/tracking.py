@@ -121,17 +121,18 @@ def run_name(family: str, overrides: str = "", when: datetime | None = None) -> 
 
 
 def start_run(uri: str, experiment: str, run_name: str | None, tags: dict[str, str],
-              description: str | None = None) -> str:
+              description: str | None = None, started: datetime | None = None) -> str:
     """A new RUNNING run in `experiment` (created if needed); returns its id. It carries what MLflow's
     fluent API would record (user, git commit), the command as its source and the whole command line
-    as the tag `command`."""
+    as the tag `command`. `started`: its start time (default now), the time its name gives."""
     tags = {**resolve_tags(), MLFLOW_SOURCE_NAME: Path(sys.argv[0]).name, "command": command_line(), **tags}
     # MLflow looks for the commit beside the script, which sits in the git-ignored .venv: look beside the code.
     commit = get_git_commit(str(PROJECT_ROOT / "cricket_attn"))
     if commit:
         tags[MLFLOW_GIT_COMMIT] = commit
     tags.update({k: v for k, v in {MLFLOW_RUN_NAME: run_name, MLFLOW_RUN_NOTE: description}.items() if v})
-    return MlflowClient(uri).create_run(experiment_id(uri, experiment), tags=tags).info.run_id
+    start_time = int(started.timestamp() * 1000) if started else None
+    return MlflowClient(uri).create_run(experiment_id(uri, experiment), start_time=start_time, tags=tags).info.run_id
 
 
 def dashboard_url(uri: str, experiment: str, run_id: str | None = None, comparison: bool = False,

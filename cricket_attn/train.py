@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import hydra
@@ -108,10 +109,14 @@ def open_run(cfg: DictConfig) -> Run:
             overrides = hc.job.override_dirname
             if hc.mode == hydra.types.RunMode.MULTIRUN:
                 tags.update(sweep=str(hc.sweep.dir), sweep_job=str(hc.job.num))
-        name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides)
+        # One clock for the name and the start: the baselines paired with this run take their names' time
+        # from its start, and a minute turning between the two would split the comparison in two.
+        started = datetime.now()
+        name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides, started)
         tags["comparison"] = name  # the baselines paired with this run carry the same tag
         tags.update({k: str(v) for k, v in (cfg.logger.get("tags") or {}).items()})
-        run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags)}
+        run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags,
+                                                                        started=started)}
     run.save()
     return run
 

@@ -3,6 +3,8 @@ scored on the same deliveries with the same metrics, paired against it by match.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,6 +50,8 @@ def test_one_comparison_reads_as_one_group_in_the_dashboard(baselines_run, track
     client = MlflowClient(tracked_run["uri"])
     transformer = client.get_run(tracked_run["run_id"])
     name = transformer.info.run_name  # "transformer default 11-22 19:05"
+    # The name's time is the run's start, to the minute (the baselines take their names' time from it).
+    assert name.endswith(datetime.fromtimestamp(transformer.info.start_time / 1000).strftime("%m-%d %H:%M"))
     for _, row in baselines_run["table"].iterrows():
         run = client.get_run(row["run_id"])
         # Named after the baseline and the transformer run's start, tagged with its comparison.
