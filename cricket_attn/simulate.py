@@ -26,7 +26,8 @@ from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.histories import known_deliveries
 from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
 from cricket_attn.serving import load_trained
-from cricket_attn.simulation.match import PROJECTION_COLUMNS, MatchContext, next_over_bowlers, project_match
+from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
+                                          project_match)
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.sources import iter_match_files
@@ -36,7 +37,7 @@ from cricket_attn.sources import iter_match_files
 class Summary(predict.Summary):
     states: int = 0
     sims: int = 0
-    choices: list[str] = field(default_factory=list)  # --next-over-bowlers: a table per match in progress
+    choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
 
     def counts(self) -> list[str]:
         return [f"matches simulated:  {self.matches:,}",
@@ -46,18 +47,26 @@ class Summary(predict.Summary):
         return "\n\n".join([super().__str__(), *filter(None, self.choices)])
 
 
-def next_over_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace) -> str:
-    """The next-over choice of a match in progress as text ('' for a finished match)."""
+def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace,
+                 question: str) -> str:
+    """A "what if" of a match in progress as text ('' for a finished match): `question` "bowler" (who bowls
+    the next over) or "batter" (who comes in next)."""
     ctx = MatchContext.of(match, matches)
     number = ctx.live()
     if number is None:
         return ""
-    table = next_over_bowlers(sim, match, matches, n=args.sims, seed=args.seed)
     inn = ctx.innings[number]
     score = f"{int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())} after {int(inn['is_legal'].sum())} balls"
-    head = (f"match {ctx.match_id}: {ctx.teams[number]} {score}; who bowls over {table['over'].iloc[0]}? "
-            f"(win probability of {ctx.teams[2]}, {args.sims} simulations each)")
-    return head + "\n" + table.drop(columns="over").to_string(index=False, float_format=lambda v: f"{v:.3f}")
+    if question == "bowler":
+        table = next_over_bowlers(sim, match, matches, n=args.sims, seed=args.seed)
+        asked, note = f"who bowls over {table['over'].iloc[0]}?", ""
+        table = table.drop(columns="over")
+    else:
+        table = next_batters(sim, match, matches, n=args.sims, seed=args.seed)
+        asked, note = "who comes in next?", "; position: his place in the batting order, 1 the next as listed"
+    head = (f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
+            f"{args.sims} simulations each, the same seed for every choice{note})")
+    return head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,6 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
                    "probability under each bowler the fielding side may give the next over to")
+    p.add_argument("--next-batters", action="store_true", help="for each match in progress, print the win "
+                   "probability with each player yet to bat as the next to come in")
     return p.parse_args(argv)
 
 
@@ -111,13 +122,16 @@ def run(args: argparse.Namespace) -> Summary:
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
     write_table(out, args.out)
+    simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     if args.plots:
-        for match_id, match in groups:
-            rows = out[out["match_id"] == str(match_id)]
-            if len(rows):
-                plot_match(rows, match, args.plots)
-    if args.next_over_bowlers:
-        summary.choices = [next_over_table(sim, match, tables.matches, args) for _, match in groups]
+        for match_id, match in simulated:
+            plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
+    for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
+        for match_id, match in simulated:
+            try:
+                summary.choices.append(choice_table(sim, match, tables.matches, args, question))
+            except ValueError as err:  # e.g. no one left to come in
+                summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
     summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start

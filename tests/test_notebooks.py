@@ -48,3 +48,19 @@ def test_attention_notebook_walks_through_a_real_innings(tracked_run, monkeypatc
     text = "".join(o.get("text", "") for o in outputs)
     assert "1 layers x 2 heads" in text and "layer 0 head 1:" in text
     assert any("previous ball" in o.get("data", {}).get("text/markdown", "") for o in outputs)
+
+
+def test_simulation_notebook_projects_a_match_and_answers_what_if(tracked_run, monkeypatch):
+    monkeypatch.setenv("CRICKET_ATTN_MODEL", tracked_run["results"]["checkpoint"])
+    monkeypatch.setenv("CRICKET_ATTN_SOURCES", str(FIXTURES))
+    monkeypatch.setenv("CRICKET_ATTN_SIMS", "8")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    nb = nbformat.read(NOTEBOOKS / "04_simulation.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum(1 for o in outputs if "image/png" in o.get("data", {})) == 2  # the worm and the win probability
+    tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "execute_result"]
+    assert len(tables) == 3 and "win_probability" in tables[0]
+    assert "position" in tables[1] and "overs_bowled" in tables[2]  # who comes in, who bowls
+    assert "8 simulations per state" in "".join(o.get("text", "") for o in outputs)

@@ -108,11 +108,12 @@ def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_pat
     assert any("1527675" in s and "match_type 'Test'" in s for s in summary.skipped)
 
 
-def test_next_over_bowlers_are_printed_for_a_live_match(checkpoint, tmp_path, capsys):
+def test_next_over_bowlers_and_next_batters_are_printed_for_a_live_match(checkpoint, tmp_path, capsys):
     live = live_copy(tmp_path)
     assert main(["--model", checkpoint, "--out", str(tmp_path / "o.csv"), "--sims", "4", "--history", str(FIXTURES),
-                 "--next-over-bowlers", str(live), str(FIXTURES / "1527675.json")]) == 0
+                 "--next-over-bowlers", "--next-batters", str(live), str(FIXTURES / "1527675.json")]) == 0
     printed = capsys.readouterr().out
-    assert f"match {LIVE_MATCH}_live:" in printed and "who bowls over 14?" in printed
+    assert printed.count(f"match {LIVE_MATCH}_live:") == 2
+    assert "who bowls over 14?" in printed and "who comes in next?" in printed
     assert "match 1527675:" not in printed  # a finished match has no next over
-    assert "win_probability_se" in printed
+    assert printed.count("win_probability_se") == 2

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 import torch
 
-from cricket_attn.simulation.match import PROJECTION_COLUMNS, innings_points, over_starts, project_match
+from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, StateError, innings_points, next_batters,
+                                           over_starts, project_match, with_next_batter)
 from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
@@ -61,3 +63,39 @@ def test_between_innings_the_chase_starts_from_the_real_target(fixture_simulator
     assert len(chase) == 1 and chase["delivery_index"].iloc[0] == 0
     assert (chase["over"].iloc[0], chase["ball"].iloc[0]) == (0, 1)
     assert chase["target"].iloc[0] == first["runs_total"].sum() + 1
+
+
+def test_the_chosen_batter_comes_in_after_a_wicket(fixture_simulator, fixture_tables, deliveries):
+    """A chase cut just after a wicket: each player yet to bat is tried as the one who comes in now, and he is
+    at the crease in that state; the one the order sends in gives the numbers of the unchanged match."""
+    sim = fixture_simulator
+    match = deliveries[deliveries["match_id"] == "1473439"].reset_index(drop=True)
+    chase = match[match["innings"] == 2]
+    fell = chase.index[chase["wicket_count"] > 0]
+    live = match.iloc[:fell[1] + 1]  # the chase's second wicket has just fallen
+    ctx = MatchContext.of(live, fixture_tables.matches)
+    setup, inn = ctx.setups[2], ctx.innings[2]
+    batted = set(inn["batter"].astype(str)) | set(inn["non_striker"].astype(str))
+    waiting = [p for p in setup.batting if p not in batted]
+    table = next_batters(sim, live, fixture_tables.matches, n=8, seed=3)
+    assert sorted(table["batter"]) == sorted(waiting) and sorted(table["position"]) == list(range(1, len(waiting) + 1))
+    for player in (waiting[0], waiting[-1]):
+        what_if = with_next_batter(setup, inn, player)
+        (point,) = innings_points(sim, what_if, inn, [len(inn)], ctx.target())
+        at_crease = {what_if.batting[int(point.state.striker[0])], what_if.batting[int(point.state.non_striker[0])]}
+        assert player in at_crease
+    (point,) = ctx.points(sim, 2, [len(inn)])
+    _, wins = ctx.simulate(sim, 2, [point], 8, torch.Generator().manual_seed(3))
+    as_listed = table[table["position"] == 1].iloc[0]
+    assert as_listed["batter"] == waiting[0] and as_listed["win_probability"] == float(wins.mean())
+    assert table["win_probability"].is_monotonic_decreasing  # best first for the chasing side, which bats
+
+
+def test_a_batter_who_has_batted_cannot_come_in_again(fixture_tables, deliveries):
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    ctx = MatchContext.of(match.iloc[:150], fixture_tables.matches)
+    inn = ctx.innings[2]
+    with pytest.raises(StateError, match="has batted already"):
+        with_next_batter(ctx.setups[2], inn, str(inn["batter"].iloc[-1]))
+    with pytest.raises(StateError, match="is not listed"):
+        with_next_batter(ctx.setups[2], inn, "Nobody Atall")
