@@ -103,8 +103,6 @@ def run(args: argparse.Namespace) -> Summary:
                          f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries")
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
-    if trained.encoder.history_balls:
-        trained.encoder.attach_histories(known)
     sim = Simulator.build(trained.model, trained.encoder, phases, known)
     torch.set_grad_enabled(False)
     frames = []

@@ -74,8 +74,6 @@ def run(args: argparse.Namespace) -> str:
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     tables = load_tables(args.sources, phases, project_path(cfg.data_dir))
     d = tables.deliveries
-    if trained.encoder.history_balls:
-        trained.encoder.attach_histories(d)
     # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
     sim = Simulator.build(trained.model, trained.encoder, phases, d)
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())

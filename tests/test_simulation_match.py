@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 import torch
 
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, StateError, innings_points, next_batters,
                                            over_starts, project_match, with_next_batter)
+from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
@@ -99,3 +102,11 @@ def test_a_batter_who_has_batted_cannot_come_in_again(fixture_tables, deliveries
         with_next_batter(ctx.setups[2], inn, str(inn["batter"].iloc[-1]))
     with pytest.raises(StateError, match="is not listed"):
         with_next_batter(ctx.setups[2], inn, "Nobody Atall")
+
+
+def test_a_model_that_reads_context_is_refused_by_name(fixture_simulator):
+    """The state gives no players' histories or first innings yet: such a model is refused, not fed short."""
+    sim = fixture_simulator
+    for change, named in (({"history_balls": 32}, "players' histories"), ({"first_innings": True}, "the first innings")):
+        with pytest.raises(ValueError, match=f"reads {named}"):
+            Simulator(sim.model, replace(sim.encoder, **change), sim.phases, sim.scorebook, sim.usage)

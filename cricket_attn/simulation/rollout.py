@@ -44,6 +44,13 @@ class Simulator:
     scorebook: Scorebook
     usage: BowlingUsage | None = None
 
+    def __post_init__(self):
+        reads = [name for name, used in (("players' histories", self.encoder.history_balls),
+                                         ("the first innings", self.encoder.first_innings)) if used]
+        if reads:
+            raise ValueError(f"this model reads {' and '.join(reads)} as context; the simulator's state does not "
+                             "give it that context yet (simulate with a model trained without it)")
+
     @classmethod
     def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
               known: pd.DataFrame) -> Simulator:
