@@ -61,8 +61,8 @@ def tiny_train_config(folder: Path, *extra: str):
 
     overrides = [
         f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", "data.min_count=5", "data.batch_size=8",
-        "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "trainer.max_epochs=2", "optim.warmup_steps=2",
-        "data.teacher.folds=3", "data.teacher.model.max_iter=20",
+        "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "model.numeric_hidden=16", "trainer.max_epochs=2",
+        "optim.warmup_steps=2", "data.teacher.folds=3", "data.teacher.model.max_iter=20",
         f"paths.output_dir={folder / 'run'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", *extra,
     ]  # fmt: skip
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -204,7 +204,8 @@ def run_sweep(folder: Path, *overrides: str) -> None:
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     cfg = tiny_train_config(folder)
     common = [f"data.sources=[{cfg.data.sources[0]}]", f"data.data_dir={folder / 'data'}", "data.min_count=5",
-              "debug=fast", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", "mlflow.log_model=false",
+              "debug=fast", "model.numeric_hidden=16", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+              "mlflow.log_model=false",
               f"hydra.sweep.dir={folder / 'sweep'}"]
     out = subprocess.run([exe, "-m", *common, *overrides], cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -218,8 +219,8 @@ def test_sweep_jobs_get_their_own_folders_and_tags(tmp_path):
     assert sorted(r.data.params["model.d_model"] for r in runs) == ["16", "8"]
     # Each named by its family and the settings given on the command line, then when it started.
     assert {r.info.run_name.rsplit(" ", 2)[0] for r in runs} == {
-        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8",
-        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16"}
+        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=8,model.numeric_hidden=16",
+        "transformer data.min_count=5,debug=fast,mlflow.log_model=False,model.d_model=16,model.numeric_hidden=16"}
 
 
 def test_optuna_search_minimises_the_validation_loss_not_the_test(tmp_path):
@@ -242,7 +243,8 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     store = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     started = [f"data.sources=[{FIXTURES}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5", "data.teacher=null",
-               "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "optim.warmup_steps=2", "refit=false",
+               "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "model.numeric_hidden=16",
+               "optim.warmup_steps=2", "refit=false",
                "trainer.max_epochs=1", "mlflow.log_model=false", f"paths.mlflow_uri={store}",
                f"hydra.run.dir={tmp_path / 'run'}"]
     first = subprocess.run([exe, *started], cwd=tmp_path, capture_output=True, text=True)
