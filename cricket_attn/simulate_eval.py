@@ -26,6 +26,7 @@ from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.lit_module import CheckpointError
 from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.serving import load_trained
+from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
@@ -42,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the embedded IPL archive)")
     p.add_argument("--matches", type=int, help="only the first N test matches (a quick look)")
     p.add_argument("--plots", type=int, default=3, help="matches drawn and logged (default 3)")
+    p.add_argument("--check-sims", type=int, default=40, help="simulations of each innings of the last training "
+                   "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default="ipl")
@@ -64,10 +67,35 @@ def plot_reliability(table, path: Path, n: int) -> Path:
     return save_figure(fig, path)
 
 
+def causes(sim: Simulator, d, matches, args: argparse.Namespace) -> dict[str, tuple[str, object]]:
+    """Where the simulator can go wrong, each measured on its own (`cricket_attn.simulation.checks`), on the
+    last training season and the test seasons: name -> (title, table)."""
+    train = d[d["season"].between(sim.encoder.first_season, args.train_until)]
+    shown = d[d["season"].isin([args.train_until, *args.test])]
+    if args.matches:  # a quick look: only the chosen test matches
+        shown = shown[shown["season"].isin(args.test)]
+    why = {
+        "levels": ("Per delivery, real against the model (each ball predicted from the real balls before it, valued "
+                   "by the training seasons' class values; gap per innings: model minus real, times an innings' "
+                   "deliveries):", checks.per_ball_levels(sim, shown, train)),
+        "extras": ("Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
+                   checks.extras_values(train, d[d["season"].isin(args.test)])),
+        "bowlers": ("The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
+                    "even: drawing evenly among those who may bowl it):", checks.bowler_rule_fit(sim, shown, matches)),
+    }
+    if args.check_sims:
+        per_innings = checks.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed)
+        why["from_the_start"] = (f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
+                                 "each, the chase with its real target):", checks.season_table(per_innings))
+    return why
+
+
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
+    if args.check_sims < 0:
+        raise ValueError(f"--check-sims {args.check_sims}: 0 (skip the check) or more")
     tracking.check_tracking_uri(args.tracking_uri)
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
@@ -84,6 +112,7 @@ def run(args: argparse.Namespace) -> str:
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
     torch.set_grad_enabled(False)
     result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed)
+    why = causes(sim, d, tables.matches, args)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     report = "\n\n".join([
@@ -93,6 +122,7 @@ def run(args: argparse.Namespace) -> str:
         "Chase win probability:\n\n" + markdown_table(result["win"], 4),
         "First-innings total:\n\n" + markdown_table(result["totals"], 3),
         "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
+        *(f"{title}\n\n{markdown_table(table, 3)}" for title, table in why.values()),
     ])
     with atomic_path(out / "simulation.md") as tmp:
         tmp.write_text(report + "\n")
@@ -116,6 +146,10 @@ def run(args: argparse.Namespace) -> str:
                "paired/brier_diff": win.loc["all over starts", "brier_diff"]}
     for label, key in (("chase start", "start"), ("after 6 overs", "6"), ("after 10 overs", "10"), ("after 15 overs", "15")):
         metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
+    for _, row in why["levels"][1].iterrows():
+        key = f"{row['season']}_{row['innings_kind']}"
+        metrics[f"why/runs_gap_per_innings_{key}"] = row["runs_gap_per_innings"]
+        metrics[f"why/wickets_gap_per_innings_{key}"] = row["wickets_gap_per_innings"]
     for k, row in totals.iterrows():
         metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
         metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]

@@ -1,4 +1,4 @@
-"""Before any win probability: do simulated innings look like the real ones?
+"""Before any win probability: do simulated innings look like the real ones, and where they do not, why?
 
 Per-ball errors compound over 120 balls and the scoring level drifts season by season, so each real
 innings is simulated from its first ball (the chase with its real target) and the simulated innings are
@@ -12,9 +12,13 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.scoring import score_deliveries
+from cricket_attn.simulation.match import innings_points, over_starts
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.state import InningsSetup, InningsState
 
 MEASURES = ("runs", "wickets", "fours", "sixes")
 
@@ -62,3 +66,86 @@ def season_table(per_innings: pd.DataFrame) -> pd.DataFrame:
             row[f"sim_{m}_sd"] = float(np.sqrt((part[f"sim_{m}_sd"] ** 2).mean() + part[f"sim_{m}"].var()))
         out.append(row)
     return pd.DataFrame(out)
+
+
+# --- Why simulated innings differ from real ones: each cause measured on its own ---
+
+
+def class_values(deliveries: pd.DataFrame) -> pd.DataFrame:
+    """Per outcome class of the regular innings of `deliveries`: how many, and the mean runs and wickets one
+    such delivery is worth (what the scorebook samples, e.g. a wide's runs with its fours and stumpings)."""
+    d = deliveries[~deliveries["is_super_over"].astype(bool)]
+    grouped = d.groupby(pd.Categorical(d["outcome"], categories=OUTCOMES), observed=False)
+    return pd.DataFrame({"deliveries": grouped.size(), "runs": grouped["runs_total"].mean(),
+                         "wickets": grouped["wicket_count"].mean()}).rename_axis("outcome")
+
+
+def extras_values(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+    """Each class's run value in the training seasons (the scorebook's) against the test seasons'."""
+    a, b = class_values(train), class_values(test)
+    return pd.DataFrame({"outcome": a.index, "train_runs": a["runs"].to_numpy(), "test_runs": b["runs"].to_numpy(),
+                         "test_share": (b["deliveries"] / b["deliveries"].sum()).to_numpy()})
+
+
+def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
+    """Per season and innings (first, chase): runs and wickets per delivery, real against the model's
+    expectation for the same deliveries, each predicted from the real balls before it and valued by the
+    training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
+    times the mean deliveries of an innings."""
+    d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
+    scored = score_deliveries(sim.model, sim.encoder, d)
+    if len(scored) != len(d):
+        raise ValueError(f"{len(d) - len(scored)} deliveries were not scored (longer than the model's sequences)")
+    values = class_values(train)
+    probs = scored[list(PROB_COLUMNS)].to_numpy()
+    frame = pd.DataFrame({"season": d["season"].to_numpy(), "chase": d["target_runs"].notna().to_numpy(),
+                          "innings_id": d["match_id"].astype(str) + "/" + d["innings"].astype(str),
+                          "real_runs": d["runs_total"].to_numpy(float), "model_runs": probs @ values["runs"].to_numpy(),
+                          "real_wickets": d["wicket_count"].to_numpy(float),
+                          "model_wickets": probs @ values["wickets"].to_numpy()})
+    out = frame.groupby(["season", "chase"]).agg(
+        innings=("innings_id", "nunique"), deliveries=("real_runs", "size"), real_runs=("real_runs", "mean"),
+        model_runs=("model_runs", "mean"), real_wickets=("real_wickets", "mean"),
+        model_wickets=("model_wickets", "mean")).reset_index()
+    per_innings = out["deliveries"] / out["innings"]
+    out["runs_gap_per_innings"] = (out["model_runs"] - out["real_runs"]) * per_innings
+    out["wickets_gap_per_innings"] = (out["model_wickets"] - out["real_wickets"]) * per_innings
+    out.insert(1, "innings_kind", np.where(out.pop("chase"), "chase", "first"))
+    return out
+
+
+def bowler_rule_fit(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None) -> pd.DataFrame:
+    """Per season: how well the bowler rule names the real bowler of each over after the first, given the real
+    innings so far. The mean log-likelihood of the real bowler per over, against drawing evenly among the
+    players who may bowl it; how often the rule's likeliest choice bowled it; overs whose bowler the rule
+    ruled out (a quota or a second over running in the record)."""
+    d = deliveries[~deliveries["is_super_over"].astype(bool)]
+    rows = []
+    for (match_id, number), inn in d.groupby(["match_id", "innings"], sort=False, observed=True):
+        inn = inn.reset_index(drop=True)
+        setup = InningsSetup.from_table(inn, matches)
+        first = inn.iloc[0]
+        target = float(first["target_runs"]) if pd.notna(first["target_runs"]) else None
+        starts = over_starts(inn)[1:]
+        if not starts:
+            continue
+        state = InningsState.stack([p.state for p in innings_points(sim, setup, inn, starts, target)])
+        rule = BowlerChoice.for_innings(state, sim.usage, str(first["bowling_team"]), first["date"])
+        real = state.bowler.clone()  # the state at an over's first ball has its bowler on: take him off
+        state.bowler_overs[torch.arange(state.n), real] -= 1
+        eligible = state.bowler_overs < rule.quota  # from the second over on there is always a last bowler
+        eligible[torch.arange(state.n), state.last_bowler] = False
+        eligible[:, len(setup.bowling):] = False
+        p = rule.probabilities(state)
+        took = p[torch.arange(state.n), real]
+        rows.append(pd.DataFrame({
+            "season": int(first["season"]), "ruled_out": (took == 0).numpy(),
+            "log_lik": torch.log(took.clamp(min=1e-12)).numpy(),
+            "even_log_lik": -torch.log(eligible.sum(1).clamp(min=1).double()).numpy(),
+            "likeliest": (p.argmax(1) == real).numpy()}))
+    frame = pd.concat(rows, ignore_index=True)
+    kept = frame[~frame["ruled_out"]]
+    out = kept.groupby("season").agg(overs=("log_lik", "size"), rule_log_lik=("log_lik", "mean"),
+                                     even_log_lik=("even_log_lik", "mean"), likeliest_bowled=("likeliest", "mean"))
+    out["ruled_out"] = frame.groupby("season")["ruled_out"].sum()
+    return out.reset_index()
