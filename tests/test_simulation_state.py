@@ -82,3 +82,17 @@ def test_the_laws_say_who_faces_the_next_ball(fixture_tables, deliveries, encode
         replay(InningsState(setup, encoder, phases, 1), inn, check)
     assert checked > 4000
     assert disagree == [("1216493", 18, 3)]
+
+
+def test_listed_players_who_did_not_open_are_still_to_bat(fixture_tables, deliveries, encoder, phases):
+    """A side listed with its openers third and fourth: after replaying the real start of the innings, the
+    first two listed have not batted, and the next batter in is the first of them."""
+    inn = next(regular_innings(deliveries)).reset_index(drop=True)
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    openers = [str(inn["batter"].iloc[0]), str(inn["non_striker"].iloc[0])]
+    others = [p for p in setup.batting if p not in openers]
+    setup.batting = [*others[:2], *openers, *others[2:]]
+    start = inn.iloc[:6]
+    state = replay(InningsState(setup, encoder, phases, 1), start[start["wicket_count"] == 0].iloc[:3])
+    assert not state.batted[0, :2].any() and state.batted[0, 2:4].all()
+    assert int(state.next_batter()[0]) == 0

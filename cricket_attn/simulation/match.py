@@ -288,8 +288,10 @@ def _live_point(sim: Simulator, ctx: MatchContext) -> tuple[int, Point]:
 
 
 def _batted(setup: InningsSetup, innings: pd.DataFrame) -> set[str]:
-    """Who has come to the crease in a real innings so far (the openers from its start)."""
-    return {*setup.batting[:2], *innings["batter"].astype(str), *innings["non_striker"].astype(str)}
+    """Who has come to the crease in a real innings so far (before its first ball: the first two listed)."""
+    if innings.empty:
+        return set(setup.batting[:2])
+    return {*innings["batter"].astype(str), *innings["non_striker"].astype(str)}
 
 
 def _what_if(sim: Simulator, ctx: MatchContext, number: int, point: Point, n: int, seed: int,

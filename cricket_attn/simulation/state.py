@@ -376,6 +376,8 @@ def replay(state: InningsState, d: pd.DataFrame, before_ball=None) -> InningsSta
         raise ValueError(f"replay moves a state of one simulation (then `take` copies of it), this one has {state.n}")
     batting = {p: i for i, p in enumerate(state.setup.batting)}
     bowling = {p: i for i, p in enumerate(state.setup.bowling)}
+    if len(d) and int(state.deliveries[0]) == 0:
+        state.batted[:] = False  # the record names the openers, who need not be the first two listed
     balls = Delivery.from_table(d)
     overs = d["over"].to_numpy()
     batters = [torch.full((state.n,), batting[str(p)]) for p in d["batter"].astype(str)]
