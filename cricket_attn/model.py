@@ -227,17 +227,25 @@ class PiecewiseLinearEmbedding(nn.Module):
         self.register_buffer("shift", (-lower / width).contiguous(), persistent=False)
         self.mlp = numeric_mlp(cfg.n_numeric * (cfg.numeric_bins + 1), cfg)
 
-    def ramps(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, F, bins): each feature's ramps, clip((x - lower) / width, 0, 1)."""
-        return torch.addcmul(self.shift, x[..., None], self.scale).clamp_(0, 1)
+    def ramps(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """(..., k, bins): the ramps, clip((x - lower) / width, 0, 1), of features start, ..., start + k - 1
+        at values x (..., k)."""
+        k = x.size(-1)
+        return torch.addcmul(self.shift[start:start + k], x[..., None], self.scale[start:start + k]).clamp_(0, 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # The MLP's first layer reads each feature's [value, ramps...]; it is applied to the values and
-        # to the ramps separately, which spares copying both into one (B, T, F * (bins + 1)) tensor.
+    def share(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """(..., hidden): the MLP's first layer's share, bias left out, of features start, ..., start + k - 1
+        at values x (..., k). The layer reads each feature's [value, ramps...]; it is applied to the values
+        and to the ramps separately, which spares copying both into one tensor."""
         first = self.mlp[0]
-        w = first.weight.view(first.out_features, x.size(-1), -1)  # (hidden, F, bins + 1)
-        h = F.linear(x, w[:, :, 0], first.bias) + F.linear(self.ramps(x).flatten(-2), w[:, :, 1:].flatten(1))
-        return self.mlp[1:](h)  # (B, T, C)
+        w = first.weight.view(first.out_features, -1, self.scale.size(1) + 1)[:, start:start + x.size(-1)]
+        return F.linear(x, w[:, :, 0]) + F.linear(self.ramps(x, start).flatten(-2), w[:, :, 1:].flatten(1))
+
+    def forward(self, x: torch.Tensor, rest: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, F) -> (B, T, C). With `rest` (B, T, hidden), x holds only the first features and `rest`
+        is the others' share (`share`), computed beforehand for values that do not change (simulation)."""
+        h = self.share(x) + self.mlp[0].bias
+        return self.mlp[1:](h if rest is None else h + rest)  # (B, T, C)
 
 
 class KVCache:
@@ -253,6 +261,8 @@ class KVCache:
         # takes its next ball at the same place (simulations from different points of an innings in one batch)
         self.padding: torch.Tensor | None = None
         self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
+        # What every row shares within one innings (simulation: the player slots' rates, `cache_rates`)
+        self.innings: dict[str, tuple[torch.Tensor, ...]] = {}
 
     @property
     def length(self) -> int:
@@ -304,6 +314,7 @@ class KVCache:
         out.legal_balls = None if self.legal_balls is None else per_ball(self.legal_balls)
         out.padding = None if self.padding is None else per_ball(self.padding)
         out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
+        out.innings = self.innings
         return out
 
     def extend(self, legal_balls: torch.Tensor) -> torch.Tensor:
@@ -530,6 +541,28 @@ class CricketTransformer(nn.Module):
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
+    def cache_rates(self, cache: KVCache, batter: torch.Tensor, bowler: torch.Tensor, venue: torch.Tensor) -> bool:
+        """For simulation: the numeric features end with the striker's, the bowler's and the venue's rates,
+        which within an innings depend only on who bats and bowls. Given every batting slot's (slots, k) and
+        bowling slot's rates and the venue's (k,), standardised, their share of the numeric layer goes into
+        `cache` once; a batch then carries the match state alone as `numeric`, and `rate_slots` (B, T, 2): the
+        striker's batting slot and the bowler's bowling slot. False (nothing cached) for a numeric layer that
+        cannot be split."""
+        if not isinstance(self.numeric, PiecewiseLinearEmbedding):
+            return False
+        start = self.cfg.n_numeric - batter.size(-1) - bowler.size(-1) - venue.size(-1)
+        rates = (self.numeric.share(batter, start), self.numeric.share(bowler, start + batter.size(-1)),
+                 self.numeric.share(venue, start + batter.size(-1) + bowler.size(-1)))
+        cache.innings = {**cache.innings, "rates": rates}  # a new dict: caches cut from this one keep theirs
+        return True
+
+    def _numeric(self, batch: dict[str, torch.Tensor], cache: KVCache | None) -> torch.Tensor:
+        if "rate_slots" not in batch:
+            return self.numeric(batch["numeric"])
+        batter, bowler, venue = cache.innings["rates"]  # (slots, hidden), (slots, hidden), (hidden,)
+        striker, bowling = batch["rate_slots"].unbind(-1)
+        return self.numeric(batch["numeric"], batter[striker] + bowler[bowling] + venue)
+
     def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
                 last_only: bool = False, attention: list | None = None) -> torch.Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
@@ -541,7 +574,7 @@ class CricketTransformer(nn.Module):
             raise ValueError(f"sequence of {past + T} balls is longer than model.max_len={self.cfg.max_len}")
         x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])
              + self._entity(self.batter, batch["batter"]) + self._entity(self.bowler, batch["bowler"])
-             + self._entity(self.venue, batch["venue"]) + self.numeric(batch["numeric"])
+             + self._entity(self.venue, batch["venue"]) + self._numeric(batch, cache)
              + self.position(batch))  # (B, T, C)
         if self.cfg.season_effect == "embedding":
             x = x + self.season(batch["season"])

@@ -110,3 +110,32 @@ def test_a_model_that_reads_context_is_refused_by_name(fixture_simulator):
     for change, named in (({"history_balls": 32}, "players' histories"), ({"first_innings": True}, "the first innings")):
         with pytest.raises(ValueError, match=f"reads {named}"):
             Simulator(sim.model, replace(sim.encoder, **change), sim.phases, sim.scorebook, sim.usage)
+
+
+def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulator, fixture_tables, deliveries):
+    """The simulator gives the model its players' and venue's rates once per innings, by slot, instead of at
+    every ball: a piecewise-linear model's next-ball distribution is the same either way, at every point of a
+    real chase, from the cached prefix."""
+    from cricket_attn.features import STATE_COLUMNS
+    from cricket_attn.model import CricketTransformer, ModelConfig
+
+    sim = fixture_simulator
+    torch.manual_seed(1)
+    model = CricketTransformer(ModelConfig(**sim.encoder.model_dims(), numeric_embedding="bins", d_model=16,
+                                           n_heads=2, n_layers=2)).eval()
+    assert model.cfg.numeric_quantiles is not None
+    sim = replace(sim, model=model)
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    at = [0, 9, 50, len(inn) - 1]
+    state = InningsState.stack([p.state for p in innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))])
+    got = {}
+    with torch.no_grad():
+        for by_slot in (False, True):
+            caches = [c.prefixes(torch.tensor(at)) for c in sim.encode_innings(inn)]
+            if by_slot:
+                assert model.cache_rates(caches[0], *state.rates())
+            batch = state.inputs(by_slot)
+            assert batch["numeric"].size(-1) == (len(STATE_COLUMNS) if by_slot else model.cfg.n_numeric)
+            got[by_slot] = sim.log_probs(batch, caches).exp()
+    assert (got[True] - got[False]).abs().max().item() < 1e-5

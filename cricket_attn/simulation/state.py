@@ -188,9 +188,9 @@ class InningsState:
 
     # --- what the model reads ---
 
-    def numeric(self) -> torch.Tensor:
+    def numeric(self, with_rates: bool = True) -> torch.Tensor:
         """(N, F) standardised numeric features, in the encoder's order: STATE_COLUMNS, then the striker's,
-        the bowler's and the venue's rates."""
+        the bowler's and the venue's rates (without them, (N, len(STATE_COLUMNS)))."""
         f64 = lambda t: t.to(torch.float64)  # noqa: E731
         n = self.n
         bpo = float(self.setup.balls_per_over)
@@ -217,13 +217,27 @@ class InningsState:
             "ball_in_over": f64(self.legal_in_over + 1), "season_index": torch.full((n,), self.season_index,
                                                                                      dtype=torch.float64),
         }  # fmt: skip
-        columns = [state[c] for c in STATE_COLUMNS]
-        x = torch.cat([torch.stack(columns, 1), self.batter_rates[self.striker], self.bowler_rates[self.bowler],
+        columns = torch.stack([state[c] for c in STATE_COLUMNS], 1)
+        if not with_rates:
+            k = columns.size(1)
+            return (columns.float() - self.mean[:k]) / self.std[:k]
+        x = torch.cat([columns, self.batter_rates[self.striker], self.bowler_rates[self.bowler],
                        self.venue_rates.expand(n, -1)], dim=1).float()
         return (x - self.mean) / self.std
 
-    def inputs(self) -> dict[str, torch.Tensor]:
-        """The model's inputs for the next ball of every simulation, as (N, 1) tensors (`numeric` (N, 1, F))."""
+    def rates(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every batting slot's, every bowling slot's and the venue's rates, standardised as `numeric` does:
+        (batting slots, k), (bowling slots, k), (k,)."""
+        start, k = len(STATE_COLUMNS), self.batter_rates.size(1)
+        parts = (self.batter_rates, self.bowler_rates, self.venue_rates)
+        return tuple(((part.float() - self.mean[a:a + k]) / self.std[a:a + k])
+                     for a, part in zip((start, start + k, start + 2 * k), parts))
+
+    def inputs(self, rates_by_slot: bool = False) -> dict[str, torch.Tensor]:
+        """The model's inputs for the next ball of every simulation, as (N, 1) tensors (`numeric` (N, 1, F)).
+        With `rates_by_slot`, `numeric` holds the match state alone, and `rate_slots` (N, 1, 2), the striker's
+        and the bowler's slots, say whose rates to take from the tables the model keeps in its cache
+        (`CricketTransformer.cache_rates`)."""
         n, rows = self.n, torch.arange(self.n)
         full = lambda v: torch.full((n,), v, dtype=torch.long)  # noqa: E731
         batch = {
@@ -235,8 +249,10 @@ class InningsState:
             "batter_balls": self.batter_faced[rows, self.striker], "bowler_balls": self.bowler_balls[rows, self.bowler],
             "season": full(self.season_slot),
         }  # fmt: skip
+        if rates_by_slot:
+            batch["rate_slots"] = torch.stack([self.striker, self.bowler], dim=1)
         batch = {k: v[:, None] for k, v in batch.items()}
-        batch["numeric"] = self.numeric()[:, None]
+        batch["numeric"] = self.numeric(with_rates=not rates_by_slot)[:, None]
         return batch
 
     # --- how the state moves ---
