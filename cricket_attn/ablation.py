@@ -1,32 +1,37 @@
 """`cricket-attn-ablate`: the ablation set of conf/ablation.yaml, run and reported in one command.
 
 Each (variant, protocol, seed) is an ordinary `cricket-attn-train` run in its own process and output
-folder, tagged `ablation`, `variant`, `protocol` and `seed` in the ablation experiment. A run already
-FINISHED there is skipped and a killed one resumed, so the command continues a stopped ablation. The
-report pairs each variant with the default on the same balls: per ball, the variant's log loss minus
-the default's, averaged over the seeds both have, with a 95% bootstrap interval by match.
+folder, tagged `ablation`, `variant`, `protocol` and `seed` in the ablation experiment. What a finished
+run scored, match by match, goes into the record (`record_dir`, kept in git). A run in the record or
+FINISHED in the store is not trained again and a killed one is resumed, so the command continues a
+stopped ablation, on this machine or from a clone on another. The report pairs each variant with the
+default on the same balls: the variant's log loss minus the default's, averaged over the seeds both
+have, with a 95% bootstrap interval by match.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import subprocess
 import sys
-import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import hydra
 import pandas as pd
+from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR
-from cricket_attn.metrics import KEY_COLUMNS, match_bootstrap, paired_losses
+from cricket_attn.metrics import match_bootstrap_sums, per_ball_log_loss
 
 log = logging.getLogger(__name__)
 REFERENCE = "default"
@@ -118,22 +123,108 @@ def run_job(cfg: DictConfig, job: Job, threads: int) -> bool:
     return done
 
 
+# The record: what each finished run scored, match by match, kept in git (`record_dir`, a JSON line per
+# run in `<set>.jsonl`). The paired report needs nothing more, so it can be rebuilt from a clone, and an
+# ablation too long for one machine's life carries on from the record on another.
+_record_lock = threading.Lock()
+
+
+def record_key(cfg: DictConfig, job: Job) -> tuple[str, str, int]:
+    return settings(cfg.variants[job.variant], cfg.get("extra", [])), job.protocol, job.seed
+
+
+def read_record(record_dir: str | Path) -> dict[tuple[str, str, int], dict]:
+    """Every recorded run, of every set, by (settings, protocol, seed): the newest when one is there twice."""
+    found = {}
+    for path in sorted(Path(record_dir).glob("*.jsonl")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                key = _key(rec)
+                if not rec["matches"] or any(len(m) != 3 for m in rec["matches"]):
+                    raise ValueError("field 'matches' must list [match_id, balls, log-loss sum] for each match")
+            except (ValueError, KeyError, TypeError) as err:
+                raise ValueError(f"{path}: line {number}: not an ablation record: {err}") from None
+            found[key] = rec
+    return found
+
+
+def record_of(cfg: DictConfig, job: Job, run_id: str) -> dict:
+    """What a finished run of the store goes into the record as: its settings and metrics, and for each
+    test match (in the order the run scored them) its balls and the sum of their log loss."""
+    run = tracking.MlflowClient(cfg.paths.mlflow_uri).get_run(run_id)
+    scored = tracking.load_scored(cfg.paths.mlflow_uri, run_id)
+    by_match = scored.assign(loss=per_ball_log_loss(scored)).groupby("match_id", sort=False)["loss"]
+    m, key = run.data.metrics, record_key(cfg, job)
+    return {"set": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed, "settings": key[0],
+            "overrides": [*cfg.variants[job.variant], *cfg.get("extra", [])], "run": run.info.run_name,
+            "commit": run.data.tags.get(MLFLOW_GIT_COMMIT),
+            "finished": datetime.fromtimestamp(run.info.end_time / 1000, timezone.utc).isoformat(timespec="seconds"),
+            "log_loss": m["test/log_loss"], "ece": m["test/ece"], "epochs": m.get("selection/epochs"),
+            "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss")),
+            "matches": [[_plain(match), int(n), round(float(total), 6)]
+                        for (match, n), total in zip(by_match.size().items(), by_match.sum())]}
+
+
+def _plain(match_id):
+    return match_id.item() if hasattr(match_id, "item") else match_id
+
+
+def add_record(cfg: DictConfig, rec: dict) -> None:
+    """Write one run into its set's record file, in place of an earlier record of the same run."""
+    path = Path(cfg.record_dir) / f"{cfg.name}.jsonl"
+    with _record_lock:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [line for line in (path.read_text().splitlines() if path.is_file() else []) if line.strip()]
+        lines = [line for line in lines if _key(json.loads(line)) != _key(rec)]
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(f"{line}\n" for line in [*lines, json.dumps(rec, separators=(",", ":"))]))
+
+
+def _key(rec: dict) -> tuple[str, str, int]:
+    return rec["settings"], rec["protocol"], int(rec["seed"])
+
+
+def recorded_runs(cfg: DictConfig) -> dict[Job, dict]:
+    """The record's runs for this ablation's jobs, after recording any finished run of the store the
+    record lacks."""
+    record = read_record(cfg.record_dir)
+    every = [Job(v, p, int(s)) for s in cfg.seeds for v in cfg.variants for p in cfg.protocols]
+    for job, run_id in finished_runs(cfg).items():
+        if record_key(cfg, job) not in record:
+            log.info("%s: recorded from run %s", job, run_id)
+            add_record(cfg, record_of(cfg, job, run_id))
+    record = read_record(cfg.record_dir)
+    return {job: record[record_key(cfg, job)] for job in every if record_key(cfg, job) in record}
+
+
 def run_ablation(cfg: DictConfig) -> str:
-    """Train what the store does not have yet, then write and log the report; returns its markdown."""
+    """Train what neither the record nor the store has yet, record it, then write and log the report;
+    returns its markdown."""
     tracking.check_tracking_uri(cfg.paths.mlflow_uri)
     jobs = plan(cfg)
+    done = recorded_runs(cfg)
     if not cfg.report_only:
-        done = finished_runs(cfg)
         todo = [job for job in jobs if job not in done]
         threads = max(1, (os.cpu_count() or 1) // cfg.jobs)
-        log.info("ablation %s: %d runs, %d finished before, %d to train, %d at once with %d thread(s) each",
+        log.info("ablation %s: %d runs, %d in the record, %d to train, %d at once with %d thread(s) each",
                  cfg.name, len(jobs), len(jobs) - len(todo), len(todo), cfg.jobs, threads)
+
+        def train_and_record(job: Job) -> bool:
+            if not run_job(cfg, job, threads):
+                return False
+            add_record(cfg, record_of(cfg, job, finished_runs(cfg)[job]))
+            return True
+
         with ThreadPoolExecutor(cfg.jobs) as pool:
-            failed = [job for job, ok in zip(todo, pool.map(lambda j: run_job(cfg, j, threads), todo)) if not ok]
+            failed = [job for job, ok in zip(todo, pool.map(train_and_record, todo)) if not ok]
         if failed:
             log.warning("%d run(s) failed: %s; run the same command again to retry them", len(failed),
                         ", ".join(map(str, failed)))
-    rows, seeds = comparisons(cfg)
+        done = recorded_runs(cfg)
+    rows, seeds = comparisons(cfg, done)
     table = report(cfg, rows)
     folder = Path(cfg.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,27 +238,28 @@ def run_ablation(cfg: DictConfig) -> str:
     return table
 
 
-def seed_averaged_difference(variant: list[pd.DataFrame], reference: list[pd.DataFrame], n_boot: int) -> dict:
-    """Per ball, the variant's log loss minus the reference's, each averaged over the seeds (the
-    frames are paired seed by seed), with its bootstrap interval by match."""
-    diffs = [paired_losses(v, r).set_index(list(KEY_COLUMNS))["diff"] for v, r in zip(variant, reference)]
-    mean = pd.concat(diffs, axis=1, join="inner").mean(axis=1).reset_index(name="diff")
-    return match_bootstrap(mean["diff"].to_numpy(), mean["match_id"], n_boot)
+def match_sums(variant: dict, reference: dict) -> pd.DataFrame:
+    """Per match, the variant's summed log loss minus the reference's (`diff`), and its balls."""
+    mine = pd.DataFrame(variant["matches"], columns=["match_id", "balls", "loss"]).set_index("match_id")
+    ref = pd.DataFrame(reference["matches"], columns=["match_id", "balls", "loss"]).set_index("match_id")
+    if set(mine.index) != set(ref.index) or not (ref.loc[mine.index, "balls"] == mine["balls"]).all():
+        raise ValueError(f"runs {variant['run']!r} and {reference['run']!r} did not score the same balls")
+    return pd.DataFrame({"diff": mine["loss"] - ref.loc[mine.index, "loss"], "balls": mine["balls"]})
 
 
-def comparisons(cfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary, seeds). The summary has one row per variant and protocol: seeds, mean log loss and ECE
-    over seeds, epochs chosen, and the seed-averaged paired difference from the reference (positive: the
-    variant is worse). `seeds` has one row per run, with its own paired difference."""
-    client = tracking.MlflowClient(cfg.paths.mlflow_uri)
-    runs = finished_runs(cfg)
-    scored: dict[str, pd.DataFrame] = {}
+def seed_averaged_difference(variant: list[dict], reference: list[dict], n_boot: int) -> dict:
+    """Per match, the variant's log loss minus the reference's, averaged over the seeds (the records
+    are paired seed by seed), per ball with its bootstrap interval by match."""
+    sums = [match_sums(v, r) for v, r in zip(variant, reference)]
+    mean = pd.concat([s["diff"] for s in sums], axis=1).mean(axis=1)
+    return match_bootstrap_sums(mean.to_numpy(), sums[0]["balls"].to_numpy(), n_boot)
 
-    def frame(job: Job) -> pd.DataFrame:
-        if job not in scored:
-            scored[job] = tracking.load_scored(cfg.paths.mlflow_uri, runs[job])
-        return scored[job]
 
+def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary, seeds), from the records of this ablation's runs. The summary has one row per variant and
+    protocol: seeds, mean log loss and ECE over seeds, epochs chosen, and the seed-averaged paired
+    difference from the reference (positive: the variant is worse). `seeds` has one row per run, with its
+    own paired difference."""
     rows, per_seed = [], []
     for protocol in cfg.protocols:
         for variant in cfg.variants:
@@ -176,22 +268,21 @@ def comparisons(cfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
             if not seeds:
                 continue
             for s in seeds:
-                m = client.get_run(runs[Job(variant, protocol, s)]).data.metrics
-                seed_row = {"protocol": protocol, "variant": variant, "seed": s, "run_id": runs[Job(variant, protocol, s)],
-                            "log_loss": m["test/log_loss"], "ece": m["test/ece"], "epochs": m.get("selection/epochs"),
-                            "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss"))}
+                rec = runs[Job(variant, protocol, s)]
+                seed_row = {"protocol": protocol, "variant": variant, "seed": s, "run": rec["run"],
+                            "commit": rec["commit"], **{k: rec[k] for k in ("log_loss", "ece", "epochs", "val_log_loss")}}
                 if variant != against and Job(against, protocol, s) in runs:
-                    seed_row["diff"] = float(paired_losses(frame(Job(variant, protocol, s)),
-                                                           frame(Job(against, protocol, s)))["diff"].mean())
+                    sums = match_sums(rec, runs[Job(against, protocol, s)])
+                    seed_row["diff"] = float(sums["diff"].sum() / sums["balls"].sum())
                 per_seed.append(seed_row)
             mine = pd.DataFrame([r for r in per_seed if r["variant"] == variant and r["protocol"] == protocol])
             row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
-                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].mean().to_dict()}
+                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict()}
             paired = [s for s in seeds if Job(against, protocol, s) in runs]
             if variant != against and paired:
                 row["paired_seeds"] = len(paired)
-                row.update(seed_averaged_difference([frame(Job(variant, protocol, s)) for s in paired],
-                                                    [frame(Job(against, protocol, s)) for s in paired], cfg.n_boot))
+                row.update(seed_averaged_difference([runs[Job(variant, protocol, s)] for s in paired],
+                                                    [runs[Job(against, protocol, s)] for s in paired], cfg.n_boot))
             rows.append(row)
     return pd.DataFrame(rows), pd.DataFrame(per_seed)
 

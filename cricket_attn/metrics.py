@@ -102,12 +102,19 @@ def match_bootstrap(diff: np.ndarray, match_id: pd.Series, n_boot: int = 2000, s
     n_matches = match_codes.max() + 1
     sums = np.bincount(match_codes, weights=diff, minlength=n_matches)
     counts = np.bincount(match_codes, minlength=n_matches)
+    return {**match_bootstrap_sums(sums, counts, n_boot, seed), "diff": float(diff.mean())}
+
+
+def match_bootstrap_sums(sums: np.ndarray, counts: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
+    """`match_bootstrap` from each match's sum of the per-ball difference and its number of balls, in the
+    order the matches first appear (the same draws then give the same interval)."""
+    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts)
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_matches, size=(n_boot, n_matches))
+    draws = rng.integers(0, len(sums), size=(n_boot, len(sums)))
     boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
-    return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high),
-            "deliveries": float(len(diff)), "matches": float(n_matches)}
+    return {"diff": float(sums.sum() / counts.sum()), "ci_low": float(low), "ci_high": float(high),
+            "deliveries": float(counts.sum()), "matches": float(len(sums))}
 
 
 def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from cricket_attn.ablation import Job, finished_runs, plan, run_ablation, settings, train_command
+from cricket_attn import tracking
+from cricket_attn.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings, train_command
+from cricket_attn.metrics import paired_difference
 from cricket_attn.config import CONF_DIR
 from tests.conftest import FIXTURES
 
@@ -21,6 +23,7 @@ def ablation_config(folder, *overrides: str):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="ablation", overrides=[
             f"output_dir={folder / 'out'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", "n_boot=200",
+            f"record_dir={folder / 'record'}",
             f"extra=[{extra}]", *overrides])
 
 
@@ -64,3 +67,21 @@ def test_ablation_runs_pairs_and_continues(tmp_path):
     again = run_ablation(cfg)
     assert finished_runs(cfg) == runs and again == table
     assert len(client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")) == 1
+
+    # The record holds each run's per-match scores; from them alone the paired difference and its
+    # interval are those of the two runs' scored balls.
+    record = recorded_runs(cfg)
+    assert set(record) == set(runs) and (tmp_path / "record" / "attention.jsonl").read_text().count("\n") == 2
+    balls = tracking.load_scored(cfg.paths.mlflow_uri, runs[Job("self_only", "season_back", 0)])
+    assert sum(m[1] for m in record[Job("self_only", "season_back", 0)]["matches"]) == len(balls)
+    direct = paired_difference(balls, tracking.load_scored(cfg.paths.mlflow_uri, runs[Job("default", "season_back", 0)]),
+                               n_boot=200)
+    assert f"{direct['diff']:+.4f} [{direct['ci_low']:+.4f}, {direct['ci_high']:+.4f}]" in table
+    # A clone on another machine (an empty store, the committed record) trains nothing and reports the same.
+    clone = ablation_config(tmp_path, "only=[self_only]", "seeds=[0]", "~protocols.test",
+                            f"paths.mlflow_uri=sqlite:///{tmp_path / 'other.db'}")
+    assert finished_runs(clone) == {} and run_ablation(clone) == table
+    # A damaged record is refused with its file and line.
+    (tmp_path / "record" / "attention.jsonl").write_text('{"settings": "x"}\n')
+    with pytest.raises(ValueError, match=r"attention.jsonl: line 1: not an ablation record"):
+        read_record(tmp_path / "record")
