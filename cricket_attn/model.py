@@ -248,30 +248,41 @@ class PiecewiseLinearEmbedding(nn.Module):
         return self.mlp[1:](h if rest is None else h + rest)  # (B, T, C)
 
 
+@dataclass
+class SharedBalls:
+    """Balls many rows of a cache have in common (simulation: the real balls before a state), held once:
+    per layer their keys and values (H, S, hd), their legal-ball indexes (S,), and for each row how many of
+    them, from the first, it has seen (B,)."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    legal_balls: torch.Tensor
+    seen: torch.Tensor
+
+
 class KVCache:
     """Keys and values of the balls seen so far, one pair per layer, and their legal-ball indexes, for
-    ball-by-ball inference."""
+    ball-by-ball inference. With `shared`, each row's balls begin with the first `seen` of balls that
+    all rows share, held once, and the row's own balls follow."""
 
     def __init__(self, n_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, past, hd)
+        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, own balls, hd)
         self.values: list[torch.Tensor | None] = [None] * n_layers
         self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers  # with room to grow
-        self.legal_balls: torch.Tensor | None = None  # (B, past)
-        # (B, past) True where a row holds no ball: rows with fewer balls, left-padded so that every row
-        # takes its next ball at the same place (simulations from different points of an innings in one batch)
-        self.padding: torch.Tensor | None = None
+        self.legal_balls: torch.Tensor | None = None  # (B, own balls)
+        self.shared: SharedBalls | None = None
         self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
         # What every row shares within one innings (simulation: the player slots' rates, `cache_rates`)
         self.innings: dict[str, tuple[torch.Tensor, ...]] = {}
 
     @property
     def length(self) -> int:
-        """Places in the cache (a left-padded row holds fewer balls)."""
+        """Each row's own balls (after the shared ones)."""
         return 0 if self.keys[0] is None else self.keys[0].size(2)
 
     def balls(self) -> torch.Tensor | int:
-        """The balls each row holds: (B,) with padding, else the length."""
-        return self.length if self.padding is None else self.length - self.padding.sum(1)
+        """The balls each row has seen: (B,) with shared balls, else the length."""
+        return self.length if self.shared is None else self.shared.seen + self.length
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
@@ -288,37 +299,34 @@ class KVCache:
         self.keys[layer], self.values[layer] = buffers[0][:, :, :used + T], buffers[1][:, :, :used + T]
         return self.keys[layer], self.values[layer]
 
-    def extend_padding(self, T: int) -> None:
-        if self.padding is not None:
-            self.padding = F.pad(self.padding, (0, T), value=False)
-
     def rows(self, index: torch.Tensor) -> KVCache:
-        """These batch rows, in this order; an index may repeat a row (one prefix, many simulations)."""
-        return self._map(lambda x: x[index], lambda x: x[index], lambda x: x[index])
+        """These batch rows, in this order; an index may repeat a row. Shared balls stay shared."""
+        out = self._map(lambda x: x[index], lambda x: x[index], lambda x: x[index])
+        if self.shared is not None:
+            out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.legal_balls, self.shared.seen[index])
+        return out
 
-    def prefixes(self, lengths: torch.Tensor) -> KVCache:
-        """From a one-row cache, one row per length: the cache as it was after that many balls, left-padded
-        to the longest."""
-        S = int(lengths.max())
-        source = torch.arange(S) - (S - lengths[:, None])  # (R, S): which ball sits at each place
-        padding = source < 0
-        source = source.clamp(min=0)
-        cut = self._map(lambda x: x[0, :, source].transpose(0, 1), lambda x: x[0, source], lambda x: x[[0] * len(lengths)])
-        cut.padding = padding
-        return cut
+    def share(self, seen: torch.Tensor) -> KVCache:
+        """From a one-row cache, one row per entry of `seen` (R,), each row the cache as it was after that
+        many balls; the balls are held once, not copied per row (one innings, many simulations)."""
+        if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
+            raise ValueError("share() takes a cache of one row of balls of its own")
+        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x[:, :0].expand(len(seen), -1),
+                        lambda x: x[[0] * len(seen)])
+        out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], self.legal_balls[0], seen)
+        return out
 
     def _map(self, per_layer, per_ball, context) -> KVCache:
         out = KVCache(len(self.keys))
         out.keys = [None if k is None else per_layer(k) for k in self.keys]
         out.values = [None if v is None else per_layer(v) for v in self.values]
         out.legal_balls = None if self.legal_balls is None else per_ball(self.legal_balls)
-        out.padding = None if self.padding is None else per_ball(self.padding)
         out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
         out.innings = self.innings
         return out
 
     def extend(self, legal_balls: torch.Tensor) -> torch.Tensor:
-        """The legal-ball indexes of the cached balls and these new ones: (B, past + T)."""
+        """The legal-ball indexes of the row's own cached balls and these new ones: (B, own + T)."""
         if self.legal_balls is not None:
             legal_balls = torch.cat([self.legal_balls, legal_balls], dim=1)
         self.legal_balls = legal_balls
@@ -357,21 +365,20 @@ class CausalSelfAttention(nn.Module):
         if self.relative == "alibi":
             self.register_buffer("slopes", alibi_slopes(cfg.n_heads)[:, None, None], persistent=False)  # (H, 1, 1)
 
-    def mask(self, q_balls: torch.Tensor, k_balls: torch.Tensor, past: int,
-             padding: torch.Tensor | None = None) -> torch.Tensor | None:
-        """What a query may see, None when plain causal attention says it all: a boolean (T, past + T) mask
-        ((B, 1, T, past + T) with a cache's `padding` (B, past + T)), or with ALiBi a float (B, H, T, past + T)
-        bias that is -inf where a query may not look."""
-        T, S = q_balls.size(1), k_balls.size(1)
-        if (past == 0 or T == 1) and self.context is None and self.relative != "alibi" and padding is None:
-            return None  # causal, or one new ball that sees all the cache
-        query = torch.arange(past, past + T, device=q_balls.device)[:, None]
-        key = torch.arange(S, device=q_balls.device)[None, :]
-        allowed = key <= query
+    def mask(self, q_place: torch.Tensor, k_place: torch.Tensor, q_balls: torch.Tensor, k_balls: torch.Tensor,
+             held: torch.Tensor | None = None) -> torch.Tensor:
+        """What each query may see, from the places of queries (T,) or (B, T) and keys (S,) or (B, S) in
+        their sequence, their legal-ball indexes (B, T) and (B, S), and `held` (B, S), the keys that hold a
+        ball of that row: a boolean mask (T, S) or (B, 1, T, S), or with ALiBi a float bias (B, H, T, S)
+        that is -inf where a query may not look."""
+        q_place, k_place = q_place[..., :, None], k_place[..., None, :]
+        allowed = k_place <= q_place
         if self.context is not None:
-            allowed = allowed & (key >= query - self.context)
-        if padding is not None:
-            allowed = allowed & ~padding[:, None, None, :]  # (B, 1, T, S)
+            allowed = allowed & (k_place >= q_place - self.context)
+        if held is not None:
+            allowed = allowed & held[:, None, :]
+        if allowed.dim() == 3:
+            allowed = allowed[:, None]  # (B, 1, T, S)
         if self.relative != "alibi":
             return allowed
         distance = (q_balls[:, :, None] - k_balls[:, None, :]).abs().float()  # (B, T, S) in legal balls
@@ -389,28 +396,56 @@ class CausalSelfAttention(nn.Module):
         if cache is not None:
             if layer == 0:
                 cache.extend(legal_balls)
-                cache.extend_padding(T)
             key_balls = cache.legal_balls  # (B, past + T)
         if self.relative == "rope":
             q, k = rotate(q, legal_balls), rotate(k, legal_balls)  # keys are cached rotated
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
-        mask = self.mask(legal_balls, key_balls, k.size(2) - T, None if cache is None else cache.padding)
+        if cache is not None and cache.shared is not None:
+            if weights is not None:
+                raise ValueError("attention weights come from a cache without shared balls")
+            y = self.attend_shared(q, k, v, legal_balls, key_balls, cache.shared, layer)
+            return self.resid_dropout(self.out(y.transpose(1, 2).contiguous().view(B, T, C)))
+        past, S = k.size(2) - T, k.size(2)
+        mask = None
+        if not ((past == 0 or T == 1) and self.context is None and self.relative != "alibi"):
+            places = torch.arange(S, device=x.device)
+            mask = self.mask(places[past:], places, legal_balls, key_balls)
         dropout = self.dropout if self.training else 0.0
         if weights is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
             if mask is None:
-                mask = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(k.size(2) - T)
+                mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(past)
             scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
             w = scores.softmax(-1)
             weights.append(w)
             y = F.dropout(w, dropout) @ v
-        elif mask is None:
+        elif mask is None:  # causal, or one new ball that sees all the cache
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=T > 1)
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.out(y))
+
+    def attend_shared(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_balls: torch.Tensor,
+                      k_balls: torch.Tensor, shared: SharedBalls, layer: int) -> torch.Tensor:
+        """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
+        shared keys and values are read once for all rows, as one matrix product per head, not once per
+        row; the two parts' scores join in one softmax. (B, H, T, hd)."""
+        B, H, T, hd = q.shape
+        S, own = shared.legal_balls.size(0), k.size(2)
+        flat = q.transpose(0, 1).reshape(H, B * T, hd)
+        scores = torch.cat([(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1),
+                            q @ k.transpose(-2, -1)], dim=-1) / math.sqrt(hd)  # (B, H, T, S + own)
+        seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
+        k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
+        held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
+        k_balls = torch.cat([shared.legal_balls.expand(B, S), k_balls], dim=1)
+        mask = self.mask(seen + places[own - T:own], k_place, q_balls, k_balls, held)
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+        w_shared, w_own = scores.softmax(-1).split([S, own], dim=-1)
+        from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
+        return from_shared.transpose(0, 1) + w_own @ v
 
 
 class ContextAttention(nn.Module):
@@ -569,7 +604,7 @@ class CricketTransformer(nn.Module):
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
         T = batch["prev_outcome"].size(1)
-        past = 0 if cache is None else int(cache.balls().max()) if cache.padding is not None else cache.length
+        past = 0 if cache is None else int(torch.as_tensor(cache.balls()).max())
         if past + T > self.cfg.max_len:
             raise ValueError(f"sequence of {past + T} balls is longer than model.max_len={self.cfg.max_len}")
         x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])

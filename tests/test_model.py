@@ -149,9 +149,10 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
 
 
 @pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
-def test_left_padded_prefixes_step_as_each_row_alone(variant):
-    """One sequence's cache cut after 0, 4, 11 and 17 balls, left-padded into one batch: the next balls
-    (two steps) get exactly the predictions of a full pass over each prefix and its next balls."""
+def test_rows_sharing_one_cache_step_as_each_row_alone(variant):
+    """One sequence's cache shared by rows that have seen its first 0, 4, 11 and 17 balls (held once, not
+    copied): the next balls (three steps, a row dropped after the first) get exactly the predictions of a
+    full pass over each prefix and its next balls."""
     torch.manual_seed(0)
     cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 2, **variant})
     model = CricketTransformer(cfg).eval()
@@ -162,13 +163,18 @@ def test_left_padded_prefixes_step_as_each_row_alone(variant):
         full = model(batch).softmax(-1)[0]  # (T, classes)
         cache = KVCache(cfg.n_layers)
         model(batch, cache=cache)
-        cut = cache.prefixes(lengths)
-        for step in range(2):
+        cut = cache.share(lengths)
+        assert cut.length == 0 and cut.shared.keys[0].dim() == 3  # one copy of the balls, (H, S, hd)
+        for step in range(3):
             at = lengths + step
             nxt = {name: t.expand(len(lengths), *t.shape[1:]) if name in per_sequence else t[0, at][:, None]
                    for name, t in batch.items()}
             got = model(nxt, cache=cut).softmax(-1)[:, 0]
             assert (got - full[at]).abs().max().item() <= 1e-5
+            assert torch.equal(torch.as_tensor(cut.balls()), at + 1)
+            if step == 0:  # the row at 4 balls ends: the others go on without it
+                keep = torch.tensor([0, 2, 3])
+                cut, lengths = cut.rows(keep), lengths[keep]
 
 
 def test_temperature_divides_the_logits_outside_training_only():

@@ -15,14 +15,15 @@ from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
 def test_points_with_their_cached_prefix_predict_as_a_full_pass(fixture_simulator, fixture_tables, deliveries):
-    """Several points of a real chase in one left-padded batch: the next ball's distribution from each
-    point's state and the shared cache equals the full pass over the real innings at that ball."""
+    """Several points of a real chase in one batch, each reading the real balls before it from one shared
+    cache: the next ball's distribution from each point's state equals the full pass over the real innings
+    at that ball."""
     sim = fixture_simulator
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     at = [0, 7, 40, len(inn) - 1]
     points = innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))
-    caches = [c.prefixes(torch.tensor(at)) for c in sim.encode_innings(inn)]
+    caches = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn)]
     state = InningsState.stack([p.state for p in points])
     with torch.no_grad():
         got = sim.log_probs(state.inputs(), caches).exp()
@@ -132,7 +133,7 @@ def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulato
     got = {}
     with torch.no_grad():
         for by_slot in (False, True):
-            caches = [c.prefixes(torch.tensor(at)) for c in sim.encode_innings(inn)]
+            caches = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn)]
             if by_slot:
                 assert model.cache_rates(caches[0], *state.rates())
             batch = state.inputs(by_slot)

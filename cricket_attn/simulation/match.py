@@ -99,9 +99,9 @@ def simulate_points(sim: Simulator, points: list[Point], innings: pd.DataFrame, 
     """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors);
     `bowlers` replaces the bowler rule (a "what if")."""
     caches = sim.encode_innings(innings)
-    lengths = torch.tensor([p.index for p in points])
     rows = torch.arange(len(points)).repeat_interleave(n)
-    caches = [c.prefixes(lengths).rows(rows) if c.length else c for c in caches]
+    seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
+    caches = [c.share(seen) if c.length else c for c in caches]
     state = InningsState.stack([p.state for p in points]).take(rows)
     bowlers = bowlers or BowlerChoice.for_innings(state, sim.usage, team, date)
     return sim.roll(state, caches, bowlers, generator)

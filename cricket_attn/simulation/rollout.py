@@ -99,15 +99,17 @@ class Simulator:
         n = state.n
         ends = {name: torch.zeros(n, dtype=torch.long) for name in ("runs", "wickets", "legal", "deliveries", "fours",
                                                                         "sixes")}
-        if caches[0].length == 0 and int(state.deliveries.max()) > 0:
-            raise ValueError("the caches must hold the balls before the state")
-        if caches[0].length:
+        if caches[0].keys[0] is None:
+            if int(state.deliveries.max()) > 0:
+                raise ValueError("the caches must hold the balls before the state")
+            caches = self.new_caches()
+        else:
             held = caches[0].keys[0].size(0)
             if held not in (1, n):
                 raise ValueError(f"the caches hold {held} rows: give one (shared) or one per simulation ({n})")
-            caches = [c.rows(torch.zeros(n, dtype=torch.long)) if held == 1 else c for c in caches]
-        else:
-            caches = self.new_caches()
+            if held == 1:  # every simulation reads the one row's balls, held once
+                caches = [c.rows(torch.zeros(n, dtype=torch.long)) if c.shared is not None else c.share(torch.full((n,), c.length))
+                          for c in caches]
         # The players' and venue's rates are fixed per slot within the innings: their share of the numeric
         # layer is computed once, not at every ball (exact; about a third of a step's multiply-adds).
         by_slot = all([m.cache_rates(c, *state.rates()) for m, c in zip(self.members, caches)])
