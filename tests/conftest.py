@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# The tests' models are tiny: a second thread only adds hand-offs, and on a busy 2-core machine (CI, or
+# training beside) two threads waiting on each other made the simulation tests ten times slower. Set
+# before torch is imported, so the commands and notebook kernels the tests start run on one thread too
+# (the default run: 482 s with them on one thread beside two training runs; CI's last, without: 702 s).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import pytest
 import torch
@@ -13,8 +21,6 @@ from cricket_attn.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
 
-# The tests' models are tiny: a second thread only adds hand-offs, and on a busy 2-core machine (CI, or
-# training beside) two threads waiting on each other made the simulation tests ten times slower.
 torch.set_num_threads(1)
 
 
