@@ -48,5 +48,6 @@ test-all: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/ingest_speed.py
+	$(PY) benchmarks/first_epoch.py
 	$(PY) benchmarks/train_speed.py
 	$(PY) benchmarks/predict_speed.py
