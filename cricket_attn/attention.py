@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     from cricket_attn.atomic import atomic_path
     from cricket_attn.config import load_data_config
     from cricket_attn.deliveries import PhaseRules, build_tables
-    from cricket_attn.lit_module import CheckpointError
+    from cricket_attn.checkpoints import CheckpointError
     from cricket_attn.serving import load_trained
     from cricket_attn.sources import SourceError, iter_match_files
     from cricket_attn.tracking import DEFAULT_TRACKING_URI

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 # The package is used from a checkout (pip install -e .): conf/ and data/ sit beside it.
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
+DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"  # the project's MLflow store
 
 
 def load_data_config(name: str = "ipl") -> DictConfig:

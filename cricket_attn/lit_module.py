@@ -1,5 +1,6 @@
 """The LightningModule: builds the model from plain settings, computes the loss and metrics,
-and configures the optimiser. Checkpoints hold only plain Python and tensors. Also what a fit shows
+and configures the optimiser. Checkpoints hold only plain Python and tensors (cricket_attn.checkpoints
+reads them back for scoring without Lightning). Also what a fit shows
 while it runs (a line or a bar per epoch, cricket_attn.progress)."""
 
 from __future__ import annotations
@@ -15,15 +16,11 @@ from pytorch_lightning.callbacks import TQDMProgressBar
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
 from cricket_attn import progress
-from cricket_attn.atomic import atomic_path
-from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
+from cricket_attn.checkpoints import CheckpointError, check_fits, read
+from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
 from cricket_attn.sequences import IGNORE
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, not ours, or made with settings this model cannot take."""
 
 
 class BallOutcomeModule(pl.LightningModule):
@@ -101,22 +98,9 @@ class BallOutcomeModule(pl.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        # Runs before any weights are copied: a checkpoint that does not fit these settings gets one
-        # line naming the settings and the first parameter that differs, not a page of shape errors.
-        state = checkpoint.get("state_dict")
-        if not isinstance(state, dict) or "hyper_parameters" not in checkpoint:
+        if "hyper_parameters" not in checkpoint:
             raise CheckpointError("not a cricket_attn checkpoint (no model settings inside)")
-        here = self.state_dict()
-        problems = [f"{k} is {list(v.shape)} in the checkpoint but {list(here[k].shape)} here"
-                    for k, v in state.items() if k in here and v.shape != here[k].shape]
-        problems += [f"{k} is missing from the checkpoint" for k in here if k not in state]
-        problems += [f"{k} is in the checkpoint but not in this model" for k in state if k not in here]
-        if problems:
-            cfg = self.model.cfg
-            raise CheckpointError(
-                f"checkpoint does not fit model settings d_model={cfg.d_model}, n_layers={cfg.n_layers}, "
-                f"positional_parts={list(cfg.positional_parts)}, positional_combine={cfg.positional_combine!r}: "
-                f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        check_fits(self.state_dict(), checkpoint.get("state_dict"), self.model.cfg)
 
 
 def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
@@ -137,55 +121,15 @@ def _module_from(ckpt: dict) -> BallOutcomeModule:
 
 
 def load_checkpoint(path: str | Path) -> tuple[BallOutcomeModule, dict]:
-    """The trained module (in eval mode) and the raw checkpoint, with one clear error if it cannot be.
-    Of an ensemble checkpoint, the module is its first member (see `load_model`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same one-line answer
-        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(err).__name__})") from None
-    model_cfg = ckpt.get("hyper_parameters", {}).get("model") if isinstance(ckpt, dict) else None
-    if model_cfg is None or "state_dict" not in ckpt:
-        raise CheckpointError(f"{path}: not a cricket_attn checkpoint (no model settings inside)")
+    """The trained LightningModule (in eval mode) and the raw checkpoint, with one clear error if it cannot
+    be. Of an ensemble checkpoint, the module is its first member (scoring takes `checkpoints.load_model`)."""
+    ckpt = read(path)
     try:
         return _module_from(ckpt), ckpt
     except (ConfigError, TypeError) as err:
         raise CheckpointError(f"{path}: its settings do not fit this version's model: {err}") from None
     except CheckpointError as err:
         raise CheckpointError(f"{path}: {err}") from None
-
-
-def load_model(path: str | Path) -> tuple[CricketTransformer | Ensemble, dict]:
-    """The model to score with (in eval mode): the checkpoint's model, or the ensemble of its members."""
-    module, ckpt = load_checkpoint(path)
-    members = [module.model]
-    for i, member in enumerate(ckpt.get("ensemble_members", []), start=2):
-        try:
-            members.append(_module_from(member).model)
-        except (ConfigError, TypeError, KeyError, CheckpointError) as err:
-            raise CheckpointError(f"{path}: ensemble member {i} does not load: {err}") from None
-    return (members[0] if len(members) == 1 else Ensemble(members).eval()), ckpt
-
-
-def save_final(paths: list[str | Path], temperature: float | None, out: str | Path) -> Path:
-    """The final model as one checkpoint, written atomically to `out`: the first of `paths`, with the
-    others as ensemble members (their probabilities are averaged), each dividing its logits by
-    `temperature` (the calibration fitted on the validation season) outside training, if given."""
-    ckpts = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
-    if any(c.get("CricketDataModule") != ckpts[0].get("CricketDataModule") for c in ckpts[1:]):
-        raise CheckpointError(f"{paths}: ensemble members were fitted with different data encoders")
-    if temperature is not None:
-        for ckpt in ckpts:
-            ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
-    final = ckpts[0]
-    if len(ckpts) > 1:
-        final["ensemble_members"] = [{"hyper_parameters": c["hyper_parameters"], "state_dict": c["state_dict"]}
-                                     for c in ckpts[1:]]
-    with atomic_path(out) as tmp:
-        torch.save(final, tmp)
-    return Path(out)
 
 
 class EpochLines(pl.Callback):

@@ -2,7 +2,7 @@
 
 Everything works on a *scored frame*: one row per delivery with `match_id`, `innings`,
 `delivery_index`, `phase`, `outcome` and the probability columns `PROB_COLUMNS`. Metrics come from
-scikit-learn and torchmetrics, so there is one definition of each, used everywhere.
+scikit-learn and torchmetrics (imported where used), so there is one definition of each, used everywhere.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
-from torchmetrics.functional.classification import multiclass_calibration_error
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.cricsheet import OUTCOMES
@@ -42,6 +40,11 @@ def per_ball_log_loss(frame: pd.DataFrame) -> np.ndarray:
 
 def score(frame: pd.DataFrame) -> dict[str, float]:
     """Log loss (nats), Brier score, accuracy, top-label ECE, and log loss per match phase."""
+    # Imported here, not with the module: the scoring commands import this module for its columns and
+    # start a second sooner without scikit-learn and torchmetrics.
+    from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+    from torchmetrics.functional.classification import multiclass_calibration_error
+
     y, p = labels_of(frame), probabilities(frame)
     if (y < 0).any():
         raise ValueError("every scored delivery needs a known outcome")
@@ -185,6 +188,7 @@ def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from sklearn.metrics import log_loss
 
     labels = list(range(len(OUTCOMES)))
     phases, model, marginal = [], [], []

@@ -20,17 +20,16 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import load_data_config, project_path
+from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.features import innings_balls
 from cricket_attn.histories import known_deliveries
-from cricket_attn.lit_module import CheckpointError
+from cricket_attn.checkpoints import CheckpointError
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.sequences import UNK
 from cricket_attn.serving import TrainedModel, load_trained
 from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
 from cricket_attn.sources import SourceError, iter_match_files
-from cricket_attn.tracking import DEFAULT_TRACKING_URI
 
 OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
                   *PROB_COLUMNS, "expected_runs")  # fmt: skip

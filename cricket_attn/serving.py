@@ -1,5 +1,6 @@
 """A trained model as something to score with: loaded from a checkpoint or an MLflow model URI, and
-logged to MLflow as a pyfunc model that takes a deliveries table.
+logged to MLflow as a pyfunc model that takes a deliveries table (cricket_attn.mlflow_model). MLflow is
+imported only where it is used, so scoring a checkpoint starts without it.
 
 The checkpoint is the single source of truth: the MLflow model is the checkpoint as an artifact plus
 a small wrapper, so `runs:/<id>/model`, `models:/<name>@<alias>` and the `.ckpt` file all load the
@@ -12,10 +13,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import pandas as pd
 
-from cricket_attn.lit_module import CheckpointError, load_model
+from cricket_attn.checkpoints import CheckpointError, load_model
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring import score_deliveries
 from cricket_attn.sequences import SequenceEncoder
@@ -69,6 +69,8 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
     """A checkpoint path or an MLflow model URI; one clear CheckpointError if it is neither."""
     if not ref.startswith(MLFLOW_SCHEMES):
         return from_checkpoint(ref)
+    import mlflow  # only for a model in MLflow: scoring a checkpoint starts without it
+
     try:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
@@ -85,22 +87,20 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
     return trained
 
 
-class DeliveriesModel(mlflow.pyfunc.PythonModel):
-    """`mlflow.pyfunc.load_model(uri).predict(deliveries)`: the scored deliveries, as the scripts give them."""
+def __getattr__(name: str):
+    """Models logged before the pyfunc wrapper moved to cricket_attn.mlflow_model import it from here."""
+    if name == "DeliveriesModel":
+        from cricket_attn.mlflow_model import DeliveriesModel
 
-    def load_context(self, context):
-        self.trained = from_checkpoint(context.artifacts[CHECKPOINT_ARTIFACT])
-
-    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        from cricket_attn.deliveries import plain_types, restore_types
-
-        return plain_types(self.trained.score(restore_types(model_input)))
+        return DeliveriesModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, example_scored: pd.DataFrame,
               registered_name: str | None = None):
     """Log the checkpoint as the run's `model` (pyfunc over a deliveries table), with the signature of
     `example` and what the model made of it (`example_scored`, so the checkpoint is not loaded again)."""
+    import mlflow
     from mlflow.models import infer_signature
 
     from cricket_attn.deliveries import plain_types

@@ -23,7 +23,7 @@ from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.lit_module import CheckpointError
+from cricket_attn.checkpoints import CheckpointError
 from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation import checks

@@ -34,12 +34,11 @@ from mlflow.utils.mlflow_tags import (MLFLOW_DATASET_CONTEXT, MLFLOW_GIT_COMMIT,
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import PROJECT_ROOT
+from cricket_attn.config import DEFAULT_TRACKING_URI, PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
 from cricket_attn.splits import season_range
 
 # The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
-DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)
 PARAM_LIMIT = 6000  # MLflow's longest parameter value
 # An experiment tag MLflow's UI reads: a model-training experiment opens on its runs, not on the GenAI

@@ -31,7 +31,8 @@ from cricket_attn.attention import log_attention
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.datamodule import CricketDataModule
 from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, load_model, progress_callbacks, save_final
+from cricket_attn.checkpoints import load_model, save_final
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.scoring import score_deliveries

@@ -11,10 +11,9 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import OmegaConf
 
+from cricket_attn.checkpoints import CheckpointError, load_model, save_final
 from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import (
-    BallOutcomeModule, CheckpointError, load_checkpoint, load_model, parameter_groups, save_final,
-)
+from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
 
 TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
@@ -71,6 +70,17 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
     loaded, _ = load_checkpoint(path)
     with torch.no_grad():
         assert torch.allclose(loaded(batch).softmax(-1)[0, :5], torch.tensor(expected), atol=1e-6)
+    # Scoring reads the same weights without Lightning (the scoring commands start seconds sooner).
+    code = (
+        "import json, sys, torch\n"
+        "from cricket_attn.serving import load_trained\n"
+        f"m = load_trained({str(path)!r}).model\n"
+        f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
+        "with torch.no_grad(): print(json.dumps([m(batch).softmax(-1)[0, :5].tolist(), 'pytorch_lightning' in sys.modules]))\n"
+    )
+    probs, lightning = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                 check=True).stdout)
+    assert torch.allclose(torch.tensor(probs), torch.tensor(expected), atol=1e-6) and not lightning
 
 
 def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):

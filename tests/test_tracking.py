@@ -124,7 +124,7 @@ def test_resume_continues_the_same_mlflow_run(tmp_path):
 
 def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypatch):
     import cricket_attn.train as train_module
-    from cricket_attn.lit_module import load_model
+    from cricket_attn.checkpoints import load_model
 
     real, calls = train_module.fit_stage, []
 

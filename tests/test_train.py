@@ -60,7 +60,8 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     import hydra
     import numpy as np
 
-    from cricket_attn.lit_module import load_checkpoint, load_model
+    from cricket_attn.checkpoints import load_model
+    from cricket_attn.lit_module import load_checkpoint
     from cricket_attn.metrics import PROB_COLUMNS, score
     from cricket_attn.model import Ensemble
     from cricket_attn.scoring import score_deliveries
