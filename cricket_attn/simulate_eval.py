@@ -22,12 +22,13 @@ from omegaconf import OmegaConf
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.checkpoints import CheckpointError
+from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.metrics import markdown_table, save_figure
+from cricket_attn.recent import recent_offsets
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation import checks
-from cricket_attn.simulation.evaluation import evaluate
+from cricket_attn.simulation.evaluation import evaluate, for_match
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
@@ -47,6 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--recent-level", type=float, default=0.0, metavar="STRENGTH",
+                   help="learn the league's level from the matches since the model's training seasons played before "
+                   "each match (cricket_attn.recent), pulled to zero with this strength (e.g. 200); 0: off (default)")
     p.add_argument("--data", default="ipl")
     p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
@@ -67,7 +71,7 @@ def plot_reliability(table, path: Path, n: int) -> Path:
     return save_figure(fig, path)
 
 
-def causes(sim: Simulator, d, matches, args: argparse.Namespace) -> dict[str, tuple[str, object]]:
+def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) -> dict[str, tuple[str, object]]:
     """Where the simulator can go wrong, each measured on its own (`cricket_attn.simulation.checks`), on the
     last training season and the test seasons: name -> (title, table)."""
     train = d[d["season"].between(sim.encoder.first_season, args.train_until)]
@@ -77,7 +81,7 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace) -> dict[str, tu
     why = {
         "levels": ("Per delivery, real against the model (each ball predicted from the real balls before it, valued "
                    "by the training seasons' class values; gap per innings: model minus real, times an innings' "
-                   "deliveries):", checks.per_ball_levels(sim, shown, train)),
+                   "deliveries):", checks.per_ball_levels(sim, shown, train, levels)),
         "extras": ("Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
                    checks.extras_values(train, d[d["season"].isin(args.test)])),
         "bowlers": ("The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
@@ -110,15 +114,19 @@ def run(args: argparse.Namespace) -> str:
     if args.matches:
         test_ids = test_ids[:args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
+    if args.recent_level < 0:
+        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
     torch.set_grad_enabled(False)
-    result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed)
-    why = causes(sim, d, tables.matches, args)
+    levels = recent_offsets(trained.model, trained.encoder, d, args.recent_level) if args.recent_level else None
+    result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed, levels)
+    why = causes(sim, d, tables.matches, args, levels)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     report = "\n\n".join([
         f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
         f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
-        f"{result['no_result_matches']} without a result left out).",
+        f"{result['no_result_matches']} without a result left out)"
+        + (f"; the league's recent level learnt with strength {args.recent_level:g}." if levels else "."),
         "Chase win probability:\n\n" + markdown_table(result["win"], 4),
         "First-innings total:\n\n" + markdown_table(result["totals"], 3),
         "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
@@ -132,7 +140,8 @@ def run(args: argparse.Namespace) -> str:
     pictures = [plot_reliability(result["reliability"], out / "reliability.png", args.sims)]
     for match_id in test_ids[:args.plots]:
         match = d[d["match_id"].astype(str) == match_id]
-        pictures += plot_match(project_match(sim, match, tables.matches, args.sims, args.seed), match, out / "matches")
+        pictures += plot_match(project_match(for_match(sim, levels, match_id), match, tables.matches, args.sims, args.seed),
+                               match, out / "matches")
 
     uri = args.tracking_uri
     run_id = tracking.start_run(uri, args.experiment, tracking.run_name("simulator", f"sims={args.sims}"),
@@ -158,7 +167,8 @@ def run(args: argparse.Namespace) -> str:
     for name, value in metrics.items():
         client.log_metric(run_id, name, float(value))
     tracking.log_params(uri, run_id, {"sims": str(args.sims), "train_until": str(args.train_until),
-                                      "test": ",".join(map(str, args.test)), "seed": str(args.seed)})
+                                      "test": ",".join(map(str, args.test)), "seed": str(args.seed),
+                                      "recent_level": str(args.recent_level)})
     client.log_artifact(run_id, str(out / "simulation.md"))
     for picture in pictures:
         client.log_artifact(run_id, str(picture), "pictures")

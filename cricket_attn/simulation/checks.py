@@ -14,6 +14,7 @@ import torch
 from cricket_attn import progress
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.recent import with_offsets
 from cricket_attn.scoring import score_deliveries
 from cricket_attn.simulation.match import innings_points, over_starts
 from cricket_attn.simulation.rollout import Simulator
@@ -87,15 +88,20 @@ def extras_values(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
                          "test_share": (b["deliveries"] / b["deliveries"].sum()).to_numpy()})
 
 
-def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
+def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFrame,
+                    levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Per season and innings (first, chase): runs and wickets per delivery, real against the model's
     expectation for the same deliveries, each predicted from the real balls before it and valued by the
     training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
-    times the mean deliveries of an innings."""
+    times the mean deliveries of an innings. With `levels` (cricket_attn.recent), the matches it has take
+    their class offsets, as the simulations do."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     scored = score_deliveries(sim.model, sim.encoder, d)
     if len(scored) != len(d):
         raise ValueError(f"{len(d) - len(scored)} deliveries were not scored (longer than the model's sequences)")
+    if levels:
+        zeros = np.zeros(len(PROB_COLUMNS))
+        scored = with_offsets(scored, {m: levels.get(str(m), zeros) for m in scored["match_id"].unique()})
     values = class_values(train)
     probs = scored[list(PROB_COLUMNS)].to_numpy()
     frame = pd.DataFrame({"season": d["season"].to_numpy(), "chase": d["target_runs"].notna().to_numpy(),

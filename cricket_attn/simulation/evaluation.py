@@ -9,6 +9,8 @@ the 10-90% interval). Differences are paired on the same states, with 95% interv
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import torch
@@ -87,17 +89,19 @@ class Baselines:
 
 
 def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, states: pd.DataFrame,
-                       n: int, seed: int = 0) -> pd.DataFrame:
+                       n: int, seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """`states` (rows of `over_start_states`) with the simulator's `sim_win` (chases) or `sim_total`,
-    `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each."""
+    `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each. With
+    `levels` (cricket_attn.recent), each match's simulations take its class offsets."""
     generator = torch.Generator().manual_seed(seed)
     by_match = dict(iter(deliveries.groupby(deliveries["match_id"].astype(str), sort=False, observed=True)))
     out = []
     for (match_id, number), wanted in progress.track(list(states.groupby(["match_id", "innings"], sort=False)),
                                                      "simulating states", unit="innings"):
         ctx = MatchContext.of(by_match[match_id], matches)
-        points = ctx.points(sim, number, wanted["delivery_index"].tolist())
-        end, wins = ctx.simulate(sim, number, points, n, generator, then_chase=False)
+        here = for_match(sim, levels, match_id)
+        points = ctx.points(here, number, wanted["delivery_index"].tolist())
+        end, wins = ctx.simulate(here, number, points, n, generator, then_chase=False)
         part = wanted.copy()
         if number == 2:
             part["sim_win"] = wins.view(len(points), n).mean(1).numpy()
@@ -108,6 +112,13 @@ def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.Dat
             part["sim_q10"], part["sim_q90"] = q[0].numpy(), q[1].numpy()
         out.append(part)
     return pd.concat(out, ignore_index=True)
+
+
+def for_match(sim: Simulator, levels: dict[str, np.ndarray] | None, match_id: str) -> Simulator:
+    """The simulator with the match's class offsets, if `levels` has them."""
+    if not levels or str(match_id) not in levels:
+        return sim
+    return replace(sim, offsets=torch.as_tensor(levels[str(match_id)], dtype=torch.float32))
 
 
 def brier(p: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -174,9 +185,11 @@ def total_report(first: pd.DataFrame) -> pd.DataFrame:
 
 
 def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, train_until: int,
-             test_seasons: list[int], n: int, seed: int = 0) -> dict[str, pd.DataFrame | int]:
+             test_seasons: list[int], n: int, seed: int = 0,
+             levels: dict[str, np.ndarray] | None = None) -> dict[str, pd.DataFrame | int]:
     """The simulator and the baselines on the test seasons' chases (every over start) and first innings
-    (after 6, 10 and 15 overs); the baselines fitted on the seasons up to `train_until`."""
+    (after 6, 10 and 15 overs); the baselines fitted on the seasons up to `train_until`; `levels` as for
+    `simulate_snapshots`."""
     states = over_start_states(deliveries, matches)
     baselines = Baselines(states[states["season"] <= train_until], seed)
     test = states[states["season"].isin(test_seasons)]
@@ -184,7 +197,7 @@ def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, tr
     chases = test[test["chase"] & test["won"].notna()]
     first = test[~test["chase"] & test["over"].isin(TOTAL_CHECKPOINTS)]
     picked = pd.concat([chases, first]).sort_values(["match_id", "innings", "delivery_index"])
-    simulated = simulate_snapshots(sim, deliveries, matches, picked, n, seed)
+    simulated = simulate_snapshots(sim, deliveries, matches, picked, n, seed, levels)
     chases = simulated[simulated["chase"]].copy()
     chases["baseline_win"] = baselines.win_probability(chases)
     first = simulated[~simulated["chase"]].copy()

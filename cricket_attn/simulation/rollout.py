@@ -43,6 +43,9 @@ class Simulator:
     phases: PhaseRules
     scorebook: Scorebook
     usage: BowlingUsage | None = None
+    # Class offsets added to the model's log-probabilities (cricket_attn.recent: the league's level since
+    # the training seasons, for the match being simulated); None: the model as it is.
+    offsets: torch.Tensor | None = None
 
     def __post_init__(self):
         reads = [name for name, used in (("players' histories", self.encoder.history_balls),
@@ -86,8 +89,10 @@ class Simulator:
     def log_probs(self, batch: dict[str, torch.Tensor], caches: list[KVCache]) -> torch.Tensor:
         """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches."""
         if isinstance(self.model, Ensemble):
-            return self.model(batch, caches, last_only=True)[:, -1]
-        return self.model(batch, caches[0], last_only=True)[:, -1].log_softmax(-1)
+            log_probs = self.model(batch, caches, last_only=True)[:, -1]
+        else:
+            log_probs = self.model(batch, caches[0], last_only=True)[:, -1].log_softmax(-1)
+        return log_probs if self.offsets is None else (log_probs + self.offsets).log_softmax(-1)
 
     @torch.no_grad()
     def roll(self, state: InningsState, caches: list[KVCache], bowlers: BowlerChoice,

@@ -1,0 +1,84 @@
+"""The league's level since the model's training seasons, learnt from the matches played since.
+
+Scoring drifts from season to season, and a model trained through one season meets the next one's level
+(on 2025-2026 the default expects 0.4 to 0.7 wickets an innings too many and 3 to 4 runs too few). For a
+match on date t, `offsets` are one number per outcome class, added to the model's log-probabilities: the
+ones that best explain the outcomes of every ball the model was not trained on and that was bowled in a
+match dated before t, pulled towards zero by an L2 penalty (`strength`, in balls' worth of evidence).
+A match with no such earlier match keeps the model's own probabilities. The rule is strict: a match never
+sees itself, a later match or a match of its own date. Chosen and measured in docs/experiments.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.metrics import PROB_COLUMNS, labels_of
+from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.scoring import score_deliveries
+from cricket_attn.sequences import SequenceEncoder
+
+STRENGTH = 200.0
+
+
+def fit_offsets(log_probs: np.ndarray, labels: np.ndarray, strength: float = STRENGTH) -> np.ndarray:
+    """Class offsets b (C,) minimising the summed log loss of softmax(log_probs + b) on `labels` plus
+    `strength` * |b|^2."""
+    lp = torch.as_tensor(log_probs, dtype=torch.float64)
+    y = torch.as_tensor(labels, dtype=torch.long)
+    b = torch.zeros(lp.size(1), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([b], max_iter=100, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+
+    def loss():
+        opt.zero_grad()
+        value = torch.nn.functional.cross_entropy(lp + b, y, reduction="sum") + strength * (b**2).sum()
+        value.backward()
+        return value
+
+    opt.step(loss)
+    return b.detach().numpy()
+
+
+def log_probabilities(scored: pd.DataFrame) -> np.ndarray:
+    return np.log(np.clip(scored[list(PROB_COLUMNS)].to_numpy(np.float64), 1e-12, 1.0))
+
+
+def match_offsets(scored: pd.DataFrame, dates: pd.Series, strength: float = STRENGTH) -> dict[object, np.ndarray]:
+    """For every match of `scored` (the model's scored balls of matches it was not trained on; `dates`:
+    match_id -> date), the offsets fitted on the balls of the matches dated strictly before it (zeros
+    where there are none)."""
+    day = scored["match_id"].map(dates)
+    if day.isna().any():
+        raise ValueError(f"no date for match(es) {sorted(scored.loc[day.isna(), 'match_id'].unique())[:5]}")
+    log_probs, labels = log_probabilities(scored), labels_of(scored)
+    zeros = np.zeros(len(PROB_COLUMNS))
+    out, by_day = {}, {}
+    for match, when in scored.groupby("match_id", sort=False)["match_id"].first().map(dates).items():
+        if when not in by_day:
+            earlier = (day < when).to_numpy()
+            by_day[when] = fit_offsets(log_probs[earlier], labels[earlier], strength) if earlier.any() else zeros
+        out[match] = by_day[when]
+    return out
+
+
+def with_offsets(scored: pd.DataFrame, offsets: dict[object, np.ndarray]) -> pd.DataFrame:
+    """`scored` with each match's probabilities moved by its offsets (and renormalised)."""
+    shift = np.stack([offsets[m] for m in scored["match_id"]])
+    moved = log_probabilities(scored) + shift
+    moved = np.exp(moved - np.logaddexp.reduce(moved, axis=1, keepdims=True))
+    return scored.assign(**{c: moved[:, i] for i, c in enumerate(PROB_COLUMNS)})
+
+
+def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                   strength: float = STRENGTH) -> dict[str, np.ndarray]:
+    """By match_id (as text), the offsets of every match in `deliveries` played after the model's
+    training seasons, from the model's own predictions for the balls of those matches."""
+    since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
+    if since.empty:
+        return {}
+    scored = score_deliveries(model, encoder, since.reset_index(drop=True))
+    scored["match_id"] = scored["match_id"].astype(str)
+    dates = since.assign(match_id=since["match_id"].astype(str)).groupby("match_id")["date"].first()
+    return match_offsets(scored, dates, strength)
