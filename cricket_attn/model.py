@@ -60,6 +60,9 @@ class ModelConfig:
     # earlier matches (given by the data encoder, `data.history_balls`); 0 for none.
     history_balls: int = 0
     history_age_buckets: int = 16  # how long ago a history ball was, in log2(days) buckets (given by the encoder)
+    # How a ball reads a history: "cross", each ball's own query attends to its player's history; "pooled",
+    # a learned query per head sums up each player's history once per innings, and a ball takes its player's.
+    history_reader: str = "cross"
     # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
     first_innings: bool = False
     numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
@@ -97,6 +100,8 @@ class ModelConfig:
                               f"d_model / n_heads = {self.d_model // self.n_heads}")
         if self.history_balls < 0:
             raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
+        if self.history_reader not in ("cross", "pooled"):
+            raise ConfigError(f"model.history_reader must be 'cross' or 'pooled', got {self.history_reader!r}")
         if self.context is not None and self.context < 0:
             raise ConfigError(f"model.context must be null (all earlier balls) or at least 0, got {self.context}")
         for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "n_seasons", "max_len"):
@@ -455,11 +460,15 @@ class ContextAttention(nn.Module):
     bowler bowled to, the batter of a first-innings ball), its phase, when (log2 days ago for a history,
     the over for the first innings) and its place in the context. A learned "nothing" key lets a ball look
     nowhere, so a debutant's ball, or a first innings' ball, reads nothing. The context does not change
-    within an innings: its keys and values are computed once per innings and kept in the KV cache."""
+    within an innings: its keys and values are computed once per innings and kept in the KV cache.
 
-    def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int):
+    `pooled`: instead of each ball's own query, one learned query per head reads each set, so a set is
+    summed up once per innings whatever the ball's state, and a ball takes its own set's summary (attention
+    pooling: the history as a profile of the player rather than something the ball asks of)."""
+
+    def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int, pooled: bool = False):
         super().__init__()
-        self.name, self.n_heads = name, cfg.n_heads
+        self.name, self.n_heads, self.pooled = name, cfg.n_heads, pooled
         self.outcome = nn.Embedding(N_OUTCOMES + 1, cfg.d_model)  # + an empty slot
         self.phase = nn.Embedding(3, cfg.d_model)
         self.when = nn.Embedding(n_when, cfg.d_model)
@@ -469,6 +478,8 @@ class ContextAttention(nn.Module):
         self.q = nn.Linear(cfg.d_model, cfg.d_model)
         self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
         self.none = nn.Parameter(torch.zeros(2, cfg.d_model))  # the "nothing" key and value
+        if pooled:
+            self.summary = nn.Parameter(0.02 * torch.randn(cfg.n_heads, cfg.d_model // cfg.n_heads))
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
     def keys_values(self, context: torch.Tensor, players: nn.Embedding) -> tuple[torch.Tensor, ...]:
@@ -493,15 +504,30 @@ class ContextAttention(nn.Module):
         All sets' keys form one sequence; a mask keeps each ball to its own set's."""
         B, T, C = x.shape
         if cache is not None and self.name in cache.contexts:
-            k, v, owner, seen = cache.contexts[self.name]
+            parts = cache.contexts[self.name]
         else:
-            k, v, owner, seen = self.keys_values(context, players)
+            parts = self.keys_values(context, players)
+            if self.pooled:
+                parts = (self.sets(*parts, n_sets=context.size(1)),)
             if cache is not None:
-                cache.contexts[self.name] = (k, v, owner, seen)
+                cache.contexts[self.name] = parts
+        if self.pooled:
+            (summaries,) = parts  # (B, P, C)
+            return summaries.gather(1, slot[:, :, None].expand(B, T, C))
+        k, v, owner, seen = parts
         mask = (slot[:, :, None] == owner[:, None, :]) & seen[:, None, :]  # (B, T, P * (K + 1))
         q = self.q(self.ln_ball(x)).view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
+
+    def sets(self, k: torch.Tensor, v: torch.Tensor, owner: torch.Tensor, seen: torch.Tensor,
+             n_sets: int) -> torch.Tensor:
+        """Each set summed up by the learned query: (B, P, C)."""
+        B, H, _, hd = k.shape
+        q = self.summary[None, :, None, :].expand(B, H, n_sets, hd)
+        mask = (torch.arange(n_sets, device=k.device)[None, :, None] == owner[:, None, :]) & seen[:, None, :]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])  # (B, H, P, hd)
+        return self.out(y.transpose(1, 2).reshape(B, n_sets, H * hd))
 
 
 class MLP(nn.Module):
@@ -550,8 +576,9 @@ class CricketTransformer(nn.Module):
             self.numeric = numeric_mlp(cfg.n_numeric, cfg)
         self.position = CricketPositionalEncoding(cfg)
         if cfg.history_balls:
-            self.batter_history = ContextAttention(cfg, "batter_history", cfg.history_balls, cfg.history_age_buckets)
-            self.bowler_history = ContextAttention(cfg, "bowler_history", cfg.history_balls, cfg.history_age_buckets)
+            pooled = cfg.history_reader == "pooled"
+            self.batter_history = ContextAttention(cfg, "batter_history", cfg.history_balls, cfg.history_age_buckets, pooled)
+            self.bowler_history = ContextAttention(cfg, "bowler_history", cfg.history_balls, cfg.history_age_buckets, pooled)
         if cfg.first_innings:
             self.first_innings = ContextAttention(cfg, "first_innings", cfg.max_len, cfg.max_overs)
         self.drop = nn.Dropout(cfg.dropout)

@@ -48,7 +48,7 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
 ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(relative_position="rope"),
                       dict(relative_position="alibi"), dict(relative_position="alibi", context=5),
                       dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=()),
-                      dict(history_balls=6), dict(first_innings=True)]
+                      dict(history_balls=6), dict(history_balls=6, history_reader="pooled"), dict(first_innings=True)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -337,11 +337,12 @@ def test_alibi_bias_falls_linearly_with_the_distance_in_legal_balls():
         assert torch.allclose(weights[0][0, h, t, : t + 1], expected / expected.sum(), atol=1e-6)
 
 
-def test_player_history_reaches_its_own_players_balls_only():
+@pytest.mark.parametrize("reader", ["cross", "pooled"])
+def test_player_history_reaches_its_own_players_balls_only(reader):
     """A change to one batter's history moves the balls he faces (and, through attention, later balls)
     and no ball before his first; an empty history reads only the "no history" value."""
     torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, history_balls=6)
+    cfg = ModelConfig(**TINY, history_balls=6, history_reader=reader)
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     changed = dict(batch, batter_history=batch["batter_history"].clone())
