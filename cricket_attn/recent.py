@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.deliveries import restore_types
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring import score_deliveries
@@ -78,7 +79,8 @@ def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncode
     since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
     if since.empty:
         return {}
-    scored = score_deliveries(model, encoder, since.reset_index(drop=True))
+    since = restore_types(since.reset_index(drop=True))  # a table joined from several (known_deliveries)
+    scored = score_deliveries(model, encoder, since)
     scored["match_id"] = scored["match_id"].astype(str)
     dates = since.assign(match_id=since["match_id"].astype(str)).groupby("match_id")["date"].first()
     return match_offsets(scored, dates, strength)

@@ -25,6 +25,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.histories import known_deliveries
 from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
+from cricket_attn.recent import recent_offsets
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
                                           project_match)
@@ -77,6 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--recent-level", type=float, default=0.0, metavar="STRENGTH",
+                   help="learn the league's level from the known matches since the model's training seasons played "
+                   "before each match (cricket_attn.recent), pulled to zero with this strength (e.g. 200); 0: off")
     p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
                    "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
@@ -105,12 +109,15 @@ def run(args: argparse.Namespace) -> Summary:
     known = known_deliveries(tables.deliveries, archive.deliveries)
     sim = Simulator.build(trained.model, trained.encoder, phases, known)
     torch.set_grad_enabled(False)
+    if args.recent_level < 0:
+        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
+    levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level) if args.recent_level else None
     frames = []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
     for match_id, match in progress.track(groups, "simulating matches", unit="match"):
         try:
-            frames.append(project_match(sim, match, tables.matches, n=args.sims, seed=args.seed,
-                                        every_ball=args.every_ball))
+            frames.append(project_match(sim.for_match(levels, match_id), match, tables.matches, n=args.sims,
+                                        seed=args.seed, every_ball=args.every_ball))
         except ValueError as err:
             reason = str(err) if str(match_id) in str(err) else f"match {match_id}: {err}"
             if args.strict:
@@ -127,7 +134,8 @@ def run(args: argparse.Namespace) -> Summary:
     for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
         for match_id, match in simulated:
             try:
-                summary.choices.append(choice_table(sim, match, tables.matches, args, question))
+                summary.choices.append(choice_table(sim.for_match(levels, match_id), match, tables.matches, args,
+                                                    question))
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
     summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)

@@ -28,7 +28,7 @@ from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.recent import recent_offsets
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation import checks
-from cricket_attn.simulation.evaluation import evaluate, for_match
+from cricket_attn.simulation.evaluation import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> str:
     pictures = [plot_reliability(result["reliability"], out / "reliability.png", args.sims)]
     for match_id in test_ids[:args.plots]:
         match = d[d["match_id"].astype(str) == match_id]
-        pictures += plot_match(project_match(for_match(sim, levels, match_id), match, tables.matches, args.sims, args.seed),
+        pictures += plot_match(project_match(sim.for_match(levels, match_id), match, tables.matches, args.sims, args.seed),
                                match, out / "matches")
 
     uri = args.tracking_uri

@@ -9,8 +9,6 @@ the 10-90% interval). Differences are paired on the same states, with 95% interv
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import torch
@@ -99,7 +97,7 @@ def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.Dat
     for (match_id, number), wanted in progress.track(list(states.groupby(["match_id", "innings"], sort=False)),
                                                      "simulating states", unit="innings"):
         ctx = MatchContext.of(by_match[match_id], matches)
-        here = for_match(sim, levels, match_id)
+        here = sim.for_match(levels, match_id)
         points = ctx.points(here, number, wanted["delivery_index"].tolist())
         end, wins = ctx.simulate(here, number, points, n, generator, then_chase=False)
         part = wanted.copy()
@@ -112,13 +110,6 @@ def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.Dat
             part["sim_q10"], part["sim_q90"] = q[0].numpy(), q[1].numpy()
         out.append(part)
     return pd.concat(out, ignore_index=True)
-
-
-def for_match(sim: Simulator, levels: dict[str, np.ndarray] | None, match_id: str) -> Simulator:
-    """The simulator with the match's class offsets, if `levels` has them."""
-    if not levels or str(match_id) not in levels:
-        return sim
-    return replace(sim, offsets=torch.as_tensor(levels[str(match_id)], dtype=torch.float32))
 
 
 def brier(p: np.ndarray, y: np.ndarray) -> np.ndarray:

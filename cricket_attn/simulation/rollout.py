@@ -7,8 +7,9 @@ moves the state. A real innings' balls so far are encoded once and shared by all
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -64,6 +65,13 @@ class Simulator:
             raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
                              f"{encoder.last_season} to fit the scorebook on")
         return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known))
+
+    def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
+        """This simulator with the match's class offsets (`cricket_attn.recent.recent_offsets`), if `levels`
+        has them."""
+        if not levels or str(match_id) not in levels:
+            return self
+        return replace(self, offsets=torch.as_tensor(levels[str(match_id)], dtype=torch.float32))
 
     @property
     def members(self) -> list[CricketTransformer]:
