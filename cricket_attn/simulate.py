@@ -25,7 +25,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.histories import known_deliveries
 from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
-from cricket_attn.recent import recent_offsets
+from cricket_attn.recent import STRENGTH, recent_offsets
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
                                           project_match)
@@ -78,9 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--recent-level", type=float, default=0.0, metavar="STRENGTH",
+    p.add_argument("--recent-level", type=float, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the known matches since the model's training seasons played "
-                   "before each match (cricket_attn.recent), pulled to zero with this strength (e.g. 200); 0: off")
+                   "before each match (cricket_attn.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
     p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
                    "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "

@@ -25,7 +25,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.checkpoints import CheckpointError
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.metrics import markdown_table, save_figure
-from cricket_attn.recent import recent_offsets
+from cricket_attn.recent import STRENGTH, recent_offsets
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
@@ -48,9 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--recent-level", type=float, default=0.0, metavar="STRENGTH",
+    p.add_argument("--recent-level", type=float, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the matches since the model's training seasons played before "
-                   "each match (cricket_attn.recent), pulled to zero with this strength (e.g. 200); 0: off (default)")
+                   "each match (cricket_attn.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
     p.add_argument("--data", default="ipl")
     p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")

@@ -12,11 +12,10 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "sim"
     assert main(["--model", tracked_run["results"]["checkpoint"], "--sims", "4", "--sources", str(FIXTURES),
-                 "--out", str(out), "--plots", "1", "--check-sims", "2", "--tracking-uri", uri,
-                 "--recent-level", "200"]) == 0
+                 "--out", str(out), "--plots", "1", "--check-sims", "2", "--tracking-uri", uri]) == 0
     report = (out / "simulation.md").read_text()
     assert "Chase win probability" in report and "First-innings total" in report and "(5 matches;" in report
-    assert "the league's recent level learnt with strength 200" in report
+    assert "the league's recent level learnt with strength 200" in report  # by default
     # Where the simulator can go wrong, each on its own: per-ball levels, the classes' run values, the bowler
     # rule, and simulated innings from ball 0, for the last training season and the test seasons.
     for title in ("Per delivery, real against the model", "Run value of each outcome class",
