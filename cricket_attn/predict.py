@@ -25,7 +25,8 @@ from cricket_attn.deliveries import Ingested, PhaseRules, build_tables, load_tab
 from cricket_attn.features import innings_balls
 from cricket_attn.histories import known_deliveries
 from cricket_attn.checkpoints import CheckpointError
-from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
+from cricket_attn.recent import STRENGTH, recent_offsets, with_offsets
 from cricket_attn.sequences import UNK
 from cricket_attn.serving import TrainedModel, load_trained
 from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
@@ -184,8 +185,9 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
             frame.to_csv(tmp, index=False, float_format="%.9g")
 
 
-def scoring_parser(prog: str, description: str, history: str) -> argparse.ArgumentParser:
-    """The arguments the commands that run a model over match files share."""
+def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
+    """The arguments the commands that run a model over match files share; `recent_level`, the command's
+    default strength for the league's recent level (0: off)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
@@ -193,14 +195,20 @@ def scoring_parser(prog: str, description: str, history: str) -> argparse.Argume
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--history", action="append", help=history)
+    p.add_argument("--recent-level", type=float, default=recent_level, metavar="STRENGTH",
+                   help="learn the league's level from the known matches (the sources and --history data) since the "
+                   f"model's training seasons played before each match (cricket_attn.recent), pulled to zero with "
+                   f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    # The model's own probabilities by default: the MLflow model and the evaluation give the same numbers.
     p = scoring_parser("cricket-attn-predict", __doc__.split("\n")[0],
-                       "for a model that reads players' histories: Cricsheet data whose earlier matches give them, "
-                       "beside the matches scored (repeatable; default: the embedded IPL archive)")
+                       "Cricsheet data whose earlier matches give players' histories (a model that reads them) and "
+                       "the league's recent level (--recent-level), beside the matches scored (repeatable; default: "
+                       "the embedded IPL archive)", recent_level=0.0)
     return p.parse_args(argv)
 
 
@@ -217,10 +225,18 @@ def run(args: argparse.Namespace) -> Summary:
         found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
             f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
-    if trained.encoder.history_balls:  # histories from earlier matches, as in training: the archive too
+    if args.recent_level < 0:
+        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
+    if trained.encoder.history_balls or args.recent_level:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
-        trained.encoder.attach_histories(known_deliveries(tables.deliveries, archive.deliveries))
+        known = known_deliveries(tables.deliveries, archive.deliveries)
+    if trained.encoder.history_balls:  # players' histories, as in training
+        trained.encoder.attach_histories(known)
     out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
+    if args.recent_level:
+        levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level, scored=out)
+        out = with_offsets(out, levels)
+        out["expected_runs"] = out[list(PROB_COLUMNS)].to_numpy() @ OUTCOME_RUNS
     summary.skipped += left_out
     write_table(out, args.out)
     summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)

@@ -64,23 +64,34 @@ def match_offsets(scored: pd.DataFrame, dates: pd.Series, strength: float = STRE
     return out
 
 
-def with_offsets(scored: pd.DataFrame, offsets: dict[object, np.ndarray]) -> pd.DataFrame:
-    """`scored` with each match's probabilities moved by its offsets (and renormalised)."""
-    shift = np.stack([offsets[m] for m in scored["match_id"]])
+def with_offsets(scored: pd.DataFrame, offsets: dict[str, np.ndarray]) -> pd.DataFrame:
+    """`scored` with each match's probabilities moved by its offsets (by match_id as text; a match without
+    any keeps its own) and renormalised."""
+    zeros = np.zeros(len(PROB_COLUMNS))
+    shift = np.stack([offsets.get(str(m), zeros) for m in scored["match_id"]]) if len(scored) else zeros[None, :0]
     moved = log_probabilities(scored) + shift
     moved = np.exp(moved - np.logaddexp.reduce(moved, axis=1, keepdims=True))
     return scored.assign(**{c: moved[:, i] for i, c in enumerate(PROB_COLUMNS)})
 
 
 def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                   strength: float = STRENGTH) -> dict[str, np.ndarray]:
+                   strength: float = STRENGTH, scored: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
     """By match_id (as text), the offsets of every match in `deliveries` played after the model's
-    training seasons, from the model's own predictions for the balls of those matches."""
+    training seasons, from the model's own predictions for the balls of those matches; the matches of
+    `scored` (balls the model has scored already) are not scored again."""
     since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
     if since.empty:
         return {}
     since = restore_types(since.reset_index(drop=True))  # a table joined from several (known_deliveries)
-    scored = score_deliveries(model, encoder, since)
-    scored["match_id"] = scored["match_id"].astype(str)
-    dates = since.assign(match_id=since["match_id"].astype(str)).groupby("match_id")["date"].first()
-    return match_offsets(scored, dates, strength)
+    since["match_id"] = since["match_id"].astype(str)
+    dates = since.groupby("match_id")["date"].first()
+    parts = []
+    if scored is not None:
+        done = scored.assign(match_id=scored["match_id"].astype(str))
+        parts.append(done[done["match_id"].isin(dates.index) & done["outcome"].notna()])
+        since = since[~since["match_id"].isin(set(done["match_id"]))]
+    if not since.empty:
+        parts.append(score_deliveries(model, encoder, since.reset_index(drop=True)))
+    balls = pd.concat([p[["match_id", "outcome", *PROB_COLUMNS]].astype({"match_id": str}) for p in parts],
+                      ignore_index=True)
+    return match_offsets(balls, dates, strength)

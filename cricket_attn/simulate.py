@@ -73,14 +73,12 @@ def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, arg
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
                        "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
-                       "bowling, players' histories (repeatable; default: the embedded IPL archive)")
+                       "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
+                       "archive)", recent_level=STRENGTH)
     p.add_argument("--sims", type=int, default=100, help="simulations per state (default 100; the standard "
                    "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--recent-level", type=float, default=STRENGTH, metavar="STRENGTH",
-                   help="learn the league's level from the known matches since the model's training seasons played "
-                   "before each match (cricket_attn.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
     p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
                    "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "

@@ -120,6 +120,36 @@ def test_probabilities_equal_the_evaluation_route(predicted, checkpoint, deliver
         assert np.abs(both[col] - both[f"{col}_eval"]).max() < 1e-6
 
 
+def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, deliveries, tmp_path):
+    """--recent-level: every match after the model's training seasons moved by offsets learnt from the
+    matches before it, the same as scoring all and moving each by `recent_offsets`; the first of them, and
+    every match of the training seasons, as they were."""
+    from cricket_attn.recent import recent_offsets, with_offsets
+
+    frames = {}
+    for level in ("0", "200"):
+        run(parse_args(["--model", checkpoint, "--out", str(tmp_path / f"{level}.parquet"), "--recent-level", level,
+                        "--history", str(FIXTURES), str(FIXTURES)]))
+        frames[level] = pd.read_parquet(tmp_path / f"{level}.parquet")
+    moved, plain = frames["200"], frames["0"]
+    trained = load_trained(checkpoint)
+    seasons = deliveries.groupby("match_id")["season"].first()
+    later = seasons[seasons > trained.encoder.last_season]
+    first_later = deliveries[deliveries["match_id"].isin(later.index)].groupby("match_id")["date"].first().idxmin()
+    p = moved[list(PROB_COLUMNS)].to_numpy()
+    assert np.abs(p.sum(axis=1) - 1).max() < 1e-6 and len(moved) == len(plain)
+    changed = (np.abs(p - plain[list(PROB_COLUMNS)].to_numpy()).max(axis=1) > 1e-9)
+    by_match = pd.Series(changed).groupby(moved["match_id"].astype(str).to_numpy()).any()
+    assert not by_match[[m for m in seasons.index if m not in later.index]].any() and not by_match[first_later]
+    assert by_match[[m for m in later.index if m != first_later]].all()
+    levels = recent_offsets(trained.model, trained.encoder, deliveries, 200.0)
+    expected = with_offsets(trained.score(deliveries), levels)
+    keys = ["match_id", "innings", "delivery_index"]
+    both = moved.merge(expected[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_direct"))
+    assert len(both) == len(expected)
+    assert max(np.abs(both[c] - both[f"{c}_direct"]).max() for c in PROB_COLUMNS) < 1e-6
+
+
 def test_csv_and_parquet_agree(checkpoint, predicted, tmp_path):
     out = tmp_path / "scores.csv"
     run(parse_args(["--model", checkpoint, "--out", str(out), str(FIXTURES), str(predicted["live"])]))

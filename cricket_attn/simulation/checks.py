@@ -100,8 +100,7 @@ def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFram
     if len(scored) != len(d):
         raise ValueError(f"{len(d) - len(scored)} deliveries were not scored (longer than the model's sequences)")
     if levels:
-        zeros = np.zeros(len(PROB_COLUMNS))
-        scored = with_offsets(scored, {m: levels.get(str(m), zeros) for m in scored["match_id"].unique()})
+        scored = with_offsets(scored, levels)
     values = class_values(train)
     probs = scored[list(PROB_COLUMNS)].to_numpy()
     frame = pd.DataFrame({"season": d["season"].to_numpy(), "chase": d["target_runs"].notna().to_numpy(),
