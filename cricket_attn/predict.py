@@ -26,7 +26,7 @@ from cricket_attn.features import innings_balls
 from cricket_attn.histories import known_deliveries
 from cricket_attn.checkpoints import CheckpointError
 from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.recent import STRENGTH, recent_offsets, with_offsets
+from cricket_attn.recent import STRENGTH, recent_offsets, strength, with_offsets
 from cricket_attn.sequences import UNK
 from cricket_attn.serving import TrainedModel, load_trained
 from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
@@ -195,7 +195,7 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--history", action="append", help=history)
-    p.add_argument("--recent-level", type=float, default=recent_level, metavar="STRENGTH",
+    p.add_argument("--recent-level", type=strength, default=recent_level, metavar="STRENGTH",
                    help="learn the league's level from the known matches (the sources and --history data) since the "
                    f"model's training seasons played before each match (cricket_attn.recent), pulled to zero with "
                    f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
@@ -225,8 +225,6 @@ def run(args: argparse.Namespace) -> Summary:
         found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
             f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
-    if args.recent_level < 0:
-        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
     if trained.encoder.history_balls or args.recent_level:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
         known = known_deliveries(tables.deliveries, archive.deliveries)

@@ -11,6 +11,8 @@ sees itself, a later match or a match of its own date. Chosen and measured in do
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pandas as pd
 import torch
@@ -24,22 +26,43 @@ from cricket_attn.sequences import SequenceEncoder
 STRENGTH = 200.0
 
 
-def fit_offsets(log_probs: np.ndarray, labels: np.ndarray, strength: float = STRENGTH) -> np.ndarray:
-    """Class offsets b (C,) minimising the summed log loss of softmax(log_probs + b) on `labels` plus
-    `strength` * |b|^2."""
-    lp = torch.as_tensor(log_probs, dtype=torch.float64)
-    y = torch.as_tensor(labels, dtype=torch.long)
-    b = torch.zeros(lp.size(1), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([b], max_iter=100, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+def strength(text: str) -> float:
+    """The `--recent-level` argument: 0 (off) or a positive strength."""
+    value = float(text)
+    if not value >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"{text}: 0 (off) or a positive strength")
+    return value
 
-    def loss():
-        opt.zero_grad()
-        value = torch.nn.functional.cross_entropy(lp + b, y, reduction="sum") + strength * (b**2).sum()
-        value.backward()
-        return value
 
-    opt.step(loss)
-    return b.detach().numpy()
+def fit_offsets(probs: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, strength: float = STRENGTH,
+                start: np.ndarray | None = None) -> np.ndarray:
+    """Class offsets b (C,) minimising the summed log loss of softmax(log(probs) + b) on `labels` (probs:
+    (N, C), positive) plus `strength` * |b|^2, by Newton's method from `start` (zeros by default), halving
+    a step that does not lower the loss. The problem is convex with C unknowns, so a start near the answer
+    (the offsets of the day before) ends in a step or two."""
+    p = torch.as_tensor(probs, dtype=torch.float64)
+    counts = torch.bincount(torch.as_tensor(labels, dtype=torch.long), minlength=p.size(1)).to(torch.float64)
+    b = torch.zeros(p.size(1), dtype=torch.float64) if start is None else torch.as_tensor(start, dtype=torch.float64)
+    ridge = 2 * strength * torch.eye(p.size(1), dtype=torch.float64)
+
+    def loss(b: torch.Tensor) -> torch.Tensor:  # the log loss less the part b does not change
+        return torch.log(p @ torch.exp(b)).sum() - counts @ b + strength * (b**2).sum()
+
+    value = loss(b)
+    for _ in range(50):
+        w = torch.exp(b)
+        q = p * (w / (p @ w)[:, None])  # softmax(log p + b), (N, C)
+        gradient = q.sum(0) - counts + 2 * strength * b
+        step = torch.linalg.solve(torch.diag(q.sum(0)) - q.T @ q + ridge, gradient)
+        for _ in range(30):
+            trial = loss(b - step)
+            if trial <= value:
+                break
+            step = step / 2
+        b, value = b - step, trial
+        if step.abs().max() < 1e-10:
+            break
+    return b.numpy()
 
 
 def log_probabilities(scored: pd.DataFrame) -> np.ndarray:
@@ -53,15 +76,16 @@ def match_offsets(scored: pd.DataFrame, dates: pd.Series, strength: float = STRE
     day = scored["match_id"].map(dates)
     if day.isna().any():
         raise ValueError(f"no date for match(es) {sorted(scored.loc[day.isna(), 'match_id'].unique())[:5]}")
-    log_probs, labels = log_probabilities(scored), labels_of(scored)
+    order = np.argsort(day.to_numpy(), kind="stable")  # by date: the balls before a day are a prefix
+    probs = torch.as_tensor(np.clip(scored[list(PROB_COLUMNS)].to_numpy(np.float64)[order], 1e-12, 1.0))
+    labels, day = torch.as_tensor(labels_of(scored)[order]), day.iloc[order].reset_index(drop=True)
     zeros = np.zeros(len(PROB_COLUMNS))
-    out, by_day = {}, {}
-    for match, when in scored.groupby("match_id", sort=False)["match_id"].first().map(dates).items():
-        if when not in by_day:
-            earlier = (day < when).to_numpy()
-            by_day[when] = fit_offsets(log_probs[earlier], labels[earlier], strength) if earlier.any() else zeros
-        out[match] = by_day[when]
-    return out
+    when = scored.groupby("match_id", sort=False)["match_id"].first().map(dates)
+    by_day, last = {}, None
+    for today in sorted(when.unique()):  # each day's fit starts from the day before's
+        n = int(day.searchsorted(today, side="left"))
+        by_day[today] = last = fit_offsets(probs[:n], labels[:n], strength, last) if n else zeros
+    return {match: by_day[today] for match, today in when.items()}
 
 
 def with_offsets(scored: pd.DataFrame, offsets: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -107,8 +107,6 @@ def run(args: argparse.Namespace) -> Summary:
     known = known_deliveries(tables.deliveries, archive.deliveries)
     sim = Simulator.build(trained.model, trained.encoder, phases, known)
     torch.set_grad_enabled(False)
-    if args.recent_level < 0:
-        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
     levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level) if args.recent_level else None
     frames = []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))

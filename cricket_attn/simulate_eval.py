@@ -25,7 +25,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.checkpoints import CheckpointError
 from cricket_attn.deliveries import PhaseRules, load_tables
 from cricket_attn.metrics import markdown_table, save_figure
-from cricket_attn.recent import STRENGTH, recent_offsets
+from cricket_attn.recent import STRENGTH, recent_offsets, strength
 from cricket_attn.serving import load_trained
 from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--recent-level", type=float, default=STRENGTH, metavar="STRENGTH",
+    p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the matches since the model's training seasons played before "
                    "each match (cricket_attn.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
     p.add_argument("--data", default="ipl")
@@ -114,8 +114,6 @@ def run(args: argparse.Namespace) -> str:
     if args.matches:
         test_ids = test_ids[:args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
-    if args.recent_level < 0:
-        raise ValueError(f"--recent-level {args.recent_level}: 0 (off) or a positive strength")
     torch.set_grad_enabled(False)
     levels = recent_offsets(trained.model, trained.encoder, d, args.recent_level) if args.recent_level else None
     result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed, levels)

@@ -7,7 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+import pytest
 import torch
+
+from cricket_attn import predict, simulate, simulate_eval
 
 from cricket_attn.cricsheet import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
@@ -32,10 +35,10 @@ def test_offsets_find_a_known_shift_in_real_outcomes(deliveries):
     shift = np.zeros(len(OUTCOMES))
     shift[OUTCOMES.index("6")], shift[OUTCOMES.index("wicket")] = -0.5, 0.4
     scored = scored_by_marginal(deliveries, shift)
-    b = fit_offsets(np.log(scored[list(PROB_COLUMNS)].to_numpy()), scored["outcome"].map(OUTCOMES.index).to_numpy(), 1e-3)
+    b = fit_offsets(scored[list(PROB_COLUMNS)].to_numpy(), scored["outcome"].map(OUTCOMES.index).to_numpy(), 1e-3)
     assert np.allclose(b - b.mean(), -(shift - shift.mean()), atol=1e-3)
     # A strong pull keeps them near zero.
-    strong = fit_offsets(np.log(scored[list(PROB_COLUMNS)].to_numpy()), scored["outcome"].map(OUTCOMES.index).to_numpy(), 1e7)
+    strong = fit_offsets(scored[list(PROB_COLUMNS)].to_numpy(), scored["outcome"].map(OUTCOMES.index).to_numpy(), 1e7)
     assert np.abs(strong).max() < 1e-2
 
 
@@ -76,3 +79,13 @@ def test_the_simulator_takes_the_offsets(fixture_simulator, fixture_tables, deli
                                      torch.Generator().manual_seed(0))
     assert ends["more wickets"].wickets.float().mean() > ends["model"].wickets.float().mean() + 1
     assert ends["more wickets"].legal.float().mean() < ends["model"].legal.float().mean()
+
+
+@pytest.mark.parametrize("parse_args", [predict.parse_args, simulate.parse_args, simulate_eval.parse_args])
+def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
+    required = ["--model", "m.ckpt"] + (["--out", "o.parquet", "match.json"] if parse_args is not simulate_eval.parse_args else [])
+    assert parse_args([*required, "--recent-level", "0"]).recent_level == 0.0
+    for bad in ("-1", "nan"):
+        with pytest.raises(SystemExit):
+            parse_args([*required, "--recent-level", bad])
+        assert f"--recent-level: {bad}: 0 (off) or a positive strength" in capsys.readouterr().err
