@@ -277,7 +277,8 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
                 per_seed.append(seed_row)
             mine = pd.DataFrame([r for r in per_seed if r["variant"] == variant and r["protocol"] == protocol])
             row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
-                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict()}
+                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict(),
+                   "epochs_chosen": ",".join(str(int(e)) for e in mine["epochs"])}
             paired = [s for s in seeds if Job(against, protocol, s) in runs]
             if variant != against and paired:
                 row["paired_seeds"] = len(paired)
@@ -292,9 +293,10 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
     if rows.empty:
         return f"# Ablation `{cfg.name}`\n\nNo finished runs yet.\n"
     protocols = [p for p in cfg.protocols if p in set(rows["protocol"])]
-    head = "| variant | " + " | ".join(f"{p}: log loss (seeds) | {p}: - reference [95% CI]" for p in protocols) + " |"
+    head = "| variant | " + " | ".join(f"{p}: log loss (epochs by seed) | {p}: - reference [95% CI]" for p in protocols) + " |"
     lines = [f"# Ablation `{cfg.name}`", "",
-             "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons, "
+             "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons "
+             "(in brackets, the epochs each seed's refit trained, as chosen on its validation season), "
              "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
              "both have, with a 95% bootstrap interval by match. Positive: the variant is worse. Protocols: "
              + "; ".join(f"`{p}` {' '.join(o) if o else '(the default split)'}" for p, o in cfg.protocols.items())
@@ -308,7 +310,7 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
                 cells += ["", ""]
                 continue
             r = hit.iloc[0]
-            cells.append(f"{r['log_loss']:.4f} ({r['seeds']})")
+            cells.append(f"{r['log_loss']:.4f} ({r['epochs_chosen']})")
             if "diff" in r and pd.notna(r.get("diff")):
                 vs = "" if r["against"] == REFERENCE else f" vs {r['against']}"
                 cells.append(f"{r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]{vs}")
