@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 # Everything lands in mlflow.db at the project root (artifacts in mlartifacts/ beside it): `make dashboard`.
 main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
-	$(PY) -m cricket_attn.checks
+	$(PY) -m cricket_attn.data.checks
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
 

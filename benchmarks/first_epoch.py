@@ -21,10 +21,10 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.lit_module import BallOutcomeModule
-from cricket_attn.sources import default_archive
+from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.training.lit_module import BallOutcomeModule
+from cricket_attn.data.sources import default_archive
 
 
 def stages(history_balls: int, first_innings: bool) -> dict[str, float]:

@@ -14,8 +14,8 @@ import tempfile
 import time
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
-from cricket_attn.sources import default_archive, iter_match_files
+from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+from cricket_attn.data.sources import default_archive, iter_match_files
 
 
 def timed(fn, repeat: int) -> list[float]:
@@ -37,7 +37,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         load_tables([archive], phases, data_dir=tmp)  # fill a private cache
         rows["cached, in-process (read parquet)"] = timed(lambda: load_tables([archive], phases, data_dir=tmp), 5)
-        cli = [sys.executable, "-m", "cricket_attn.ingest", str(archive), "--data-dir", tmp]
+        cli = [sys.executable, "-m", "cricket_attn.data.ingest", str(archive), "--data-dir", tmp]
         rows["cached, CLI wall time"] = timed(lambda: subprocess.run(cli, check=True, capture_output=True), 3)
         rows["cold, CLI wall time (--refresh)"] = timed(
             lambda: subprocess.run(cli + ["--refresh"], check=True, capture_output=True), 3)

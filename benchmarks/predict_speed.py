@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
-from cricket_attn.serving import load_trained
-from cricket_attn.sources import default_archive, iter_match_files
-from cricket_attn.splits import SeasonSplit
+from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+from cricket_attn.scoring.serving import load_trained
+from cricket_attn.data.sources import default_archive, iter_match_files
+from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.tracking import DEFAULT_TRACKING_URI, latest_transformer_run
 
 
@@ -53,7 +53,7 @@ def main() -> None:
                 if Path(name).stem in test_ids:
                     (folder / Path(name).name).write_bytes(z.read(name))
         out = Path(tmp) / "scores.parquet"
-        cli = [sys.executable, "-m", "cricket_attn.predict", "--model", model, "--out", str(out), str(folder)]
+        cli = [sys.executable, "-m", "cricket_attn.scoring.predict", "--model", model, "--out", str(out), str(folder)]
         wall = []
         for _ in range(args.repeat):
             start = time.perf_counter()

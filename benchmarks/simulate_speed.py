@@ -20,9 +20,9 @@ import time
 import torch
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.model import Ensemble, KVCache
-from cricket_attn.serving import load_trained
+from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup

@@ -21,8 +21,8 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.config import load_data_config
-from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule
+from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.training.lit_module import BallOutcomeModule
 
 
 def main() -> None:

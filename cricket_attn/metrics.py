@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.data.cricsheet import OUTCOMES
 
 PROB_COLUMNS = tuple(f"p_{name}" for name in OUTCOMES)  # p_dot, p_1, ..., p_bye, in class order
 KEY_COLUMNS = ("match_id", "innings", "delivery_index")

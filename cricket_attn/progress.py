@@ -1,5 +1,5 @@
 """What a person sees while a long command works: bars on a terminal, one line per epoch and per stage
-in a log (CI, a file). The Lightning side (a line or a bar per epoch) is in cricket_attn.lit_module.
+in a log (CI, a file). The Lightning side (a line or a bar per epoch) is in cricket_attn.training.lit_module.
 
 `mode` is the `progress` setting: `bar` (Lightning's and tqdm's bars), `lines` (one log line per epoch),
 `none`, or `auto`: bars when the command writes to a terminal, lines otherwise.

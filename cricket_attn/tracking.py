@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI, PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
-from cricket_attn.splits import season_range
+from cricket_attn.data.splits import season_range
 
 # The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from cricket_attn.config import load_data_config
-from cricket_attn.deliveries import Ingested, PhaseRules, build_tables
-from cricket_attn.sources import MatchFile, iter_match_files
+from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
+from cricket_attn.data.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
 
@@ -54,7 +54,7 @@ def match_file(match_id: str) -> MatchFile:
 def ipl_tables(phases, data_config) -> Ingested:
     """The whole embedded IPL archive (downloaded once into data/raw/ if it is not there yet)."""
     from cricket_attn.config import project_path
-    from cricket_attn.deliveries import load_tables
+    from cricket_attn.data.deliveries import load_tables
 
     return load_tables(None, phases, data_dir=project_path(data_config.data_dir))
 
@@ -78,7 +78,7 @@ def tiny_train_config(folder: Path, *extra: str):
 @pytest.fixture(scope="session")
 def tracked_run(tmp_path_factory):
     """One tiny default-protocol run (fit, refit, test) on the fixture matches, tracked in MLflow."""
-    from cricket_attn.train import train
+    from cricket_attn.training.train import train
 
     folder = tmp_path_factory.mktemp("tracked")
     cfg = tiny_train_config(folder)
@@ -92,7 +92,7 @@ def baselines_run(tracked_run):
     """cricket-attn-baselines on the fixture matches, paired against `tracked_run`, in its MLflow store."""
     from hydra import compose, initialize_config_dir
 
-    from cricket_attn.baselines import run_baselines
+    from cricket_attn.training.baselines import run_baselines
     from cricket_attn.config import CONF_DIR
 
     folder = tracked_run["folder"]
@@ -110,9 +110,9 @@ def fixture_simulator(fixture_tables, phases):
     model (the rules of the game do not depend on how good it is), their scorebook and bowling usage."""
     import torch
 
-    from cricket_attn.deliveries import class_frequencies
+    from cricket_attn.data.deliveries import class_frequencies
     from cricket_attn.model import CricketTransformer, ModelConfig
-    from cricket_attn.sequences import SequenceEncoder
+    from cricket_attn.data.sequences import SequenceEncoder
     from cricket_attn.simulation.rollout import Simulator
     from cricket_attn.simulation.rules import BowlingUsage
     from cricket_attn.simulation.scorebook import Scorebook

@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from cricket_attn import tracking
-from cricket_attn.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings, train_command
+from cricket_attn.training.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings, train_command
 from cricket_attn.metrics import paired_difference
 from cricket_attn.config import CONF_DIR
 from tests.conftest import FIXTURES

@@ -13,7 +13,7 @@ from cricket_attn.attention import (
     CATEGORIES, category_masks, draw_match, head_report, innings_attention, main, parse_ball, report_table,
 )  # fmt: skip
 from cricket_attn.model import CricketTransformer, ModelConfig
-from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from tests.conftest import FIXTURES
 
 ANGLE = 0.02  # radians per legal ball of the hand-made position code: one turn is 314 balls, longer than an innings

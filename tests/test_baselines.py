@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.baselines import FrequencyTable, TabularFeatures, keyed_state
-from cricket_attn.features import STATE_COLUMNS
+from cricket_attn.training.baselines import FrequencyTable, TabularFeatures, keyed_state
+from cricket_attn.data.features import STATE_COLUMNS
 from cricket_attn.metrics import PROB_COLUMNS, paired_by_state, paired_difference, per_ball_log_loss
 from cricket_attn.tracking import load_scored
 

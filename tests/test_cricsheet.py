@@ -7,8 +7,8 @@ from datetime import date
 
 import pytest
 
-from cricket_attn.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, parse_match, season_year
-from cricket_attn.sources import MatchFile
+from cricket_attn.data.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, parse_match, season_year
+from cricket_attn.data.sources import MatchFile
 from tests.conftest import match_file
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn.datamodule import CricketDataModule
+from cricket_attn.data.datamodule import CricketDataModule
 from tests.conftest import FIXTURES
 
 

@@ -8,9 +8,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.cricsheet import OUTCOMES
-from cricket_attn.deliveries import COLUMNS, PhaseRules, build_tables, load_tables, summary
-from cricket_attn.sources import MatchFile, iter_match_files
+from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.data.deliveries import COLUMNS, PhaseRules, build_tables, load_tables, summary
+from cricket_attn.data.sources import MatchFile, iter_match_files
 from tests.conftest import FIXTURES, match_file
 
 
@@ -97,7 +97,7 @@ def test_bad_files_are_skipped_and_good_ones_kept(phases, tmp_path):
 
 
 def test_duplicate_match_is_skipped_saying_which_copy_was_kept(phases):
-    from cricket_attn.sources import MatchFile
+    from cricket_attn.data.sources import MatchFile
 
     f = match_file("1082591")
     other = MatchFile("mirror/1082591.json", "1082591", f.raw.replace(b'"DA Warner"', b'"D Warner"'))

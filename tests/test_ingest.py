@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.ingest import main
+from cricket_attn.data.ingest import main
 from tests.conftest import FIXTURES
 
 

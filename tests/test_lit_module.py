@@ -11,9 +11,9 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn.checkpoints import CheckpointError, load_model, save_final
-from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
+from cricket_attn.scoring.checkpoints import CheckpointError, load_model, save_final
+from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
 
 TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
@@ -59,7 +59,7 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
         expected = module(batch).softmax(-1)[0, :5].tolist()
     code = (
         "import json, torch\n"
-        "from cricket_attn.lit_module import BallOutcomeModule\n"
+        "from cricket_attn.training.lit_module import BallOutcomeModule\n"
         f"m = BallOutcomeModule.load_from_checkpoint({str(path)!r}, map_location='cpu', weights_only=True).eval()\n"
         f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
         "with torch.no_grad(): print(json.dumps(m(batch).softmax(-1)[0, :5].tolist()))\n"
@@ -73,7 +73,7 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
     # Scoring reads the same weights without Lightning (the scoring commands start seconds sooner).
     code = (
         "import json, sys, torch\n"
-        "from cricket_attn.serving import load_trained\n"
+        "from cricket_attn.scoring.serving import load_trained\n"
         f"m = load_trained({str(path)!r}).model\n"
         f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
         "with torch.no_grad(): print(json.dumps([m(batch).softmax(-1)[0, :5].tolist(), 'pytorch_lightning' in sys.modules]))\n"

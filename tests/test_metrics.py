@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, score, with_temperature
 
 

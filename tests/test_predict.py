@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.deliveries import plain_types
+from cricket_attn.data.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.predict import OUTPUT_COLUMNS, main, next_batters, parse_args, run
-from cricket_attn.serving import load_trained
+from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, next_batters, parse_args, run
+from cricket_attn.scoring.serving import load_trained
 from tests.conftest import FIXTURES
 
 LIVE_MATCH = "1473440"  # a real 2025 match, cut off mid-over in the chase to make a live one
@@ -124,7 +124,7 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
     """--recent-level: every match after the model's training seasons moved by offsets learnt from the
     matches before it, the same as scoring all and moving each by `recent_offsets`; the first of them, and
     every match of the training seasons, as they were."""
-    from cricket_attn.recent import recent_offsets, with_offsets
+    from cricket_attn.scoring.recent import recent_offsets, with_offsets
 
     frames = {}
     for level in ("0", "200"):
@@ -267,10 +267,10 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
 def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
     """With --history, a match is scored with its players' earlier balls from that data, exactly as
     when every match is known at once; with only the match itself, its players have no history."""
-    from cricket_attn.deliveries import PhaseRules, build_tables
+    from cricket_attn.data.deliveries import PhaseRules, build_tables
     from cricket_attn.config import load_data_config
-    from cricket_attn.sources import iter_match_files
-    from cricket_attn.train import train
+    from cricket_attn.data.sources import iter_match_files
+    from cricket_attn.training.train import train
     from tests.conftest import tiny_train_config
 
     results = train(tiny_train_config(tmp_path, "data.history_balls=8", "~logger", "refit=false", "calibrate=false"))

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from cricket_attn.model import START_OF_INNINGS, CricketTransformer, ModelConfig
-from cricket_attn.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder
-from cricket_attn.splits import SeasonSplit
+from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.splits import SeasonSplit
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_encoder_round_trips_through_plain_python(encoder, parts):
 
 
 def test_quantiles_of_the_scaled_training_features(encoder, parts):
-    from cricket_attn.features import STATE_COLUMNS
+    from cricket_attn.data.features import STATE_COLUMNS
 
     q = encoder.quantiles
     assert q.shape == (len(encoder.mean), QUANTILE_STEPS + 1) and (np.diff(q, axis=1) >= 0).all()
@@ -152,7 +152,7 @@ def test_bucket_sampler_shards_batches_across_data_parallel_processes():
 def test_players_histories_in_the_batches(deliveries, parts):
     """With history_balls, each sequence carries its players' histories and each ball its player's slot;
     the histories of earlier matches never change when later matches are added to the known deliveries."""
-    from cricket_attn.histories import player_key
+    from cricket_attn.data.histories import player_key
 
     enc, train = SequenceEncoder.fit_encode(parts["train"], min_count=5, history_balls=8, known=deliveries)
     assert SequenceEncoder.from_dict(enc.to_dict()).history_balls == 8 and enc.model_dims()["history_balls"] == 8

@@ -9,7 +9,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.simulate import main, parse_args, run
+from cricket_attn.simulation.simulate import main, parse_args, run
 from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
 from tests.conftest import FIXTURES
 from tests.test_predict import LIVE_MATCH, live_copy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.simulate_eval import main
+from cricket_attn.simulation.simulate_eval import main
 from tests.conftest import FIXTURES
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cricket_attn.deliveries import class_frequencies
+from cricket_attn.data.deliveries import class_frequencies
 from cricket_attn.simulation.checks import (bowler_rule_fit, class_values, per_ball_levels, season_table,
                                             simulate_from_the_start)
 from cricket_attn.simulation.match import over_starts

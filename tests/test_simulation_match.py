@@ -117,7 +117,7 @@ def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulato
     """The simulator gives the model its players' and venue's rates once per innings, by slot, instead of at
     every ball: a piecewise-linear model's next-ball distribution is the same either way, at every point of a
     real chase, from the cached prefix."""
-    from cricket_attn.features import STATE_COLUMNS
+    from cricket_attn.data.features import STATE_COLUMNS
     from cricket_attn.model import CricketTransformer, ModelConfig
 
     sim = fixture_simulator

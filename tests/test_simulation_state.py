@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.simulation.state import InningsSetup, InningsState, replay
 
 COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "legal_ball_index", "ball_in_over", "over",

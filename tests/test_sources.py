@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from cricket_attn import sources
-from cricket_attn.sources import ARCHIVE_IN_WHEEL, SourceError, default_archive, iter_match_files
+from cricket_attn.data import sources
+from cricket_attn.data.sources import ARCHIVE_IN_WHEEL, SourceError, default_archive, iter_match_files
 from tests.conftest import FIXTURES
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cricket_attn.splits import SPLITS, SeasonSplit
+from cricket_attn.data.splits import SPLITS, SeasonSplit
 
 
 def assert_time_ordered(parts):

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.deliveries import plain_types
+from cricket_attn.data.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.tracking import TrackingError, check_tracking_uri, start_run, system_metrics
-from cricket_attn.train import train
+from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
 
 
@@ -55,8 +55,8 @@ def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_
     import json
     import re
 
-    from cricket_attn.deliveries import load_tables
-    from cricket_attn.splits import SeasonSplit
+    from cricket_attn.data.deliveries import load_tables
+    from cricket_attn.data.splits import SeasonSplit
 
     run = MlflowClient(tracked_run["uri"]).get_run(tracked_run["run_id"])
     # Composed outside a Hydra command line, the run has no overrides: the default, and when it started.
@@ -99,7 +99,7 @@ def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
 
 
 def test_evaluate_reproduces_the_training_report(tracked_run):
-    from cricket_attn.evaluate import evaluate, parse_args
+    from cricket_attn.scoring.evaluate import evaluate, parse_args
 
     args = parse_args(["--model", f"runs:/{tracked_run['run_id']}/model", "--tracking-uri", tracked_run["uri"],
                        "--sources", str(tracked_run["cfg"].data.sources[0])])
@@ -123,8 +123,8 @@ def test_resume_continues_the_same_mlflow_run(tmp_path):
 
 
 def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypatch):
-    import cricket_attn.train as train_module
-    from cricket_attn.checkpoints import load_model
+    import cricket_attn.training.train as train_module
+    from cricket_attn.scoring.checkpoints import load_model
 
     real, calls = train_module.fit_stage, []
 
@@ -149,7 +149,7 @@ def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypat
 
 
 def test_a_crash_marks_the_run_failed(tmp_path, monkeypatch):
-    import cricket_attn.train as train_module
+    import cricket_attn.training.train as train_module
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cricket_attn.model import ConfigError
-from cricket_attn.train import train
+from cricket_attn.training.train import train
 from tests.conftest import tiny_train_config
 
 
@@ -23,9 +23,9 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     import hydra
     import pytorch_lightning as pl
 
-    from cricket_attn.lit_module import load_checkpoint
+    from cricket_attn.training.lit_module import load_checkpoint
     from cricket_attn.metrics import score
-    from cricket_attn.scoring import score_deliveries
+    from cricket_attn.scoring.probabilities import score_deliveries
 
     module, _ = load_checkpoint(results["checkpoint"])
     dm = hydra.utils.instantiate(tracked_run["cfg"].data, refit=True)
@@ -37,7 +37,7 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
 def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
     from mlflow import MlflowClient
 
-    from cricket_attn.lit_module import load_checkpoint
+    from cricket_attn.training.lit_module import load_checkpoint
 
     results = tracked_run["results"]
     assert Path(results["checkpoint"]).name == "calibrated.ckpt"
@@ -60,12 +60,12 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     import hydra
     import numpy as np
 
-    from cricket_attn.checkpoints import load_model
-    from cricket_attn.lit_module import load_checkpoint
+    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.training.lit_module import load_checkpoint
     from cricket_attn.metrics import PROB_COLUMNS, score
     from cricket_attn.model import Ensemble
-    from cricket_attn.scoring import score_deliveries
-    from cricket_attn.serving import from_checkpoint
+    from cricket_attn.scoring.probabilities import score_deliveries
+    from cricket_attn.scoring.serving import from_checkpoint
 
     cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger")
     results = train(cfg)
@@ -103,7 +103,7 @@ def test_console_script_finds_conf_from_any_folder(tmp_path):
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     out = subprocess.run([exe, "--cfg", "job", "model.d_model=32"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "d_model: 32" in out.stdout and "_target_: cricket_attn.datamodule.CricketDataModule" in out.stdout
+    assert "d_model: 32" in out.stdout and "_target_: cricket_attn.data.datamodule.CricketDataModule" in out.stdout
     bad = subprocess.run([exe, "model.d_modle=32"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "d_modle" in bad.stderr
     # A tracking store that cannot be reached: one line naming it, exit status 2, before any data is read.
@@ -201,7 +201,7 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     import hydra
 
     from cricket_attn.metrics import score
-    from cricket_attn.serving import from_checkpoint
+    from cricket_attn.scoring.serving import from_checkpoint
 
     cfg = tiny_train_config(tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger", "refit=false",
                             "calibrate=false")

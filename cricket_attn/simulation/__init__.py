@@ -1,2 +1,4 @@
-"""Rolling the ball model forward: the incremental match state, the scorebook of each outcome class, who
-bats and bowls next, and Monte Carlo innings and matches with the KV cache."""
+"""Rolling the ball model forward: state (the incremental match state of N simulations) → scorebook (an
+outcome class to a delivery) → rules (who bats and bowls next) → rollout (innings with the KV cache) →
+match (projections, "what if") → evaluation and checks (against baselines and real innings); simulate
+and simulate_eval are the commands."""

@@ -12,10 +12,10 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
-from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.recent import with_offsets
-from cricket_attn.scoring import score_deliveries
+from cricket_attn.scoring.recent import with_offsets
+from cricket_attn.scoring.probabilities import score_deliveries
 from cricket_attn.simulation.match import innings_points, over_starts
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
@@ -93,7 +93,7 @@ def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFram
     """Per season and innings (first, chase): runs and wickets per delivery, real against the model's
     expectation for the same deliveries, each predicted from the real balls before it and valued by the
     training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
-    times the mean deliveries of an innings. With `levels` (cricket_attn.recent), the matches it has take
+    times the mean deliveries of an innings. With `levels` (cricket_attn.scoring.recent), the matches it has take
     their class offsets, as the simulations do."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     scored = score_deliveries(sim.model, sim.encoder, d)

@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import progress
-from cricket_attn.features import match_state
+from cricket_attn.data.features import match_state
 from cricket_attn.metrics import match_bootstrap
 from cricket_attn.simulation.match import MatchContext
 from cricket_attn.simulation.rollout import Simulator
@@ -90,7 +90,7 @@ def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.Dat
                        n: int, seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """`states` (rows of `over_start_states`) with the simulator's `sim_win` (chases) or `sim_total`,
     `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each. With
-    `levels` (cricket_attn.recent), each match's simulations take its class offsets."""
+    `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets."""
     generator = torch.Generator().manual_seed(seed)
     by_match = dict(iter(deliveries.groupby(deliveries["match_id"].astype(str), sort=False, observed=True)))
     out = []

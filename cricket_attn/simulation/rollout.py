@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.deliveries import PhaseRules
+from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.model import CricketTransformer, Ensemble, KVCache
-from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState
@@ -44,7 +44,7 @@ class Simulator:
     phases: PhaseRules
     scorebook: Scorebook
     usage: BowlingUsage | None = None
-    # Class offsets added to the model's log-probabilities (cricket_attn.recent: the league's level since
+    # Class offsets added to the model's log-probabilities (cricket_attn.scoring.recent: the league's level since
     # the training seasons, for the match being simulated); None: the model as it is.
     offsets: torch.Tensor | None = None
 
@@ -67,7 +67,7 @@ class Simulator:
         return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known))
 
     def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
-        """This simulator with the match's class offsets (`cricket_attn.recent.recent_offsets`), if `levels`
+        """This simulator with the match's class offsets (`cricket_attn.scoring.recent.recent_offsets`), if `levels`
         has them."""
         if not levels or str(match_id) not in levels:
             return self

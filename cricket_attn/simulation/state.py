@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.cricsheet import OUTCOME_INDEX, OUTCOMES
-from cricket_attn.deliveries import PhaseRules
-from cricket_attn.features import STATE_COLUMNS, bowler_wickets, innings_balls
+from cricket_attn.data.cricsheet import OUTCOME_INDEX, OUTCOMES
+from cricket_attn.data.deliveries import PhaseRules
+from cricket_attn.data.features import STATE_COLUMNS, bowler_wickets, innings_balls
 from cricket_attn.model import START_OF_INNINGS
-from cricket_attn.sequences import UNK, SequenceEncoder
+from cricket_attn.data.sequences import UNK, SequenceEncoder
 
 MAX_WICKETS = 10
 RECENT = 6  # the last six deliveries, summarised as the last6_* features

@@ -7,8 +7,8 @@ import sys
 import time
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, load_tables, summary, write_parquet
-from cricket_attn.sources import SourceError, what_is_in
+from cricket_attn.data.deliveries import PhaseRules, load_tables, summary, write_parquet
+from cricket_attn.data.sources import SourceError, what_is_in
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,16 +21,16 @@ from omegaconf import OmegaConf
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
-from cricket_attn.deliveries import Ingested, PhaseRules, build_tables, load_tables
-from cricket_attn.features import innings_balls
-from cricket_attn.histories import known_deliveries
-from cricket_attn.checkpoints import CheckpointError
+from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
+from cricket_attn.data.features import innings_balls
+from cricket_attn.data.histories import known_deliveries
+from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.recent import STRENGTH, recent_offsets, strength, with_offsets
-from cricket_attn.sequences import UNK
-from cricket_attn.serving import TrainedModel, load_trained
+from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength, with_offsets
+from cricket_attn.data.sequences import UNK
+from cricket_attn.scoring.serving import TrainedModel, load_trained
 from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
-from cricket_attn.sources import SourceError, iter_match_files
+from cricket_attn.data.sources import SourceError, iter_match_files
 
 OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
                   *PROB_COLUMNS, "expected_runs")  # fmt: skip
@@ -197,7 +197,7 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
     p.add_argument("--history", action="append", help=history)
     p.add_argument("--recent-level", type=strength, default=recent_level, metavar="STRENGTH",
                    help="learn the league's level from the known matches (the sources and --history data) since the "
-                   f"model's training seasons played before each match (cricket_attn.recent), pulled to zero with "
+                   f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
                    f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p

@@ -98,7 +98,7 @@ def job_folder(cfg: DictConfig, job: Job) -> Path:
 def train_command(cfg: DictConfig, job: Job) -> list[str]:
     """The `cricket-attn-train` command line of a job: a new run, or the resume of a killed one."""
     folder = job_folder(cfg, job)
-    base = [sys.executable, "-m", "cricket_attn.train", "progress=lines"]
+    base = [sys.executable, "-m", "cricket_attn.training.train", "progress=lines"]
     if (folder / tracking.RUN_FILE).is_file():
         return [*base, f"resume={folder}"]
     tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed,

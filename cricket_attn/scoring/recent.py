@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.deliveries import restore_types
+from cricket_attn.data.deliveries import restore_types
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.scoring import score_deliveries
-from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.data.sequences import SequenceEncoder
 
 STRENGTH = 200.0
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cricket_attn.cricsheet import OUTCOMES
+from cricket_attn.data.cricsheet import OUTCOMES
 
 N_CLASSES = len(OUTCOMES)
 RATE_COLUMNS = ("batter", "bowler", "venue")  # whose outcome rates the models get

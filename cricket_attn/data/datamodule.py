@@ -8,10 +8,10 @@ import pytorch_lightning as pl
 import torch
 
 from cricket_attn.config import project_path
-from cricket_attn.deliveries import Ingested, PhaseRules, load_tables
-from cricket_attn.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
-from cricket_attn.splits import SeasonSplit
-from cricket_attn.teacher import teacher_probabilities
+from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
+from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.data.teacher import teacher_probabilities
 
 
 class CricketDataModule(pl.LightningDataModule):
@@ -25,11 +25,11 @@ class CricketDataModule(pl.LightningDataModule):
     stage of "choose epochs on 2024, then refit through 2024". Test seasons are never fitted on.
 
     `history_balls` K gives each ball its batter's and bowler's last K balls of earlier matches
-    (cricket_attn.histories), taken from the whole table: a history never holds a later match.
+    (cricket_attn.data.histories), taken from the whole table: a history never holds a later match.
     `first_innings` gives each chase every ball of its first innings.
 
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
-    teacher's out-of-fold probabilities for it (cricket_attn.teacher): the training batches then carry
+    teacher's out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
     """
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.features import RATE_COLUMNS, OutcomeRates, match_state
-from cricket_attn.histories import NO_BALL, ROLES, HistoryStore, sequence_histories
+from cricket_attn.data.features import RATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, sequence_histories
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"

@@ -4,7 +4,7 @@
     cricket-attn-evaluate --model outputs/.../checkpoints/refit/calibrated.ckpt --split validation --no-log
 
 The metrics are the training report's (cricket_attn.metrics); the probabilities are the ones
-`cricket-attn-predict` writes for the same balls (cricket_attn.scoring).
+`cricket-attn-predict` writes for the same balls (cricket_attn.scoring.probabilities).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from omegaconf import OmegaConf
 
 from cricket_attn import tracking
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.checkpoints import CheckpointError
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.metrics import score
-from cricket_attn.serving import load_trained
-from cricket_attn.splits import SeasonSplit
+from cricket_attn.scoring.serving import load_trained
+from cricket_attn.data.splits import SeasonSplit
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

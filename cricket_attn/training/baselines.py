@@ -28,13 +28,13 @@ from sklearn.preprocessing import StandardScaler
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
-from cricket_attn.cricsheet import OUTCOMES
-from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
 from cricket_attn.metrics import (KEY_COLUMNS, PROB_COLUMNS, labels_of, paired_by_state, paired_difference,
                                   plot_comparison)
-from cricket_attn.scoring import DELIVERY_COLUMNS
-from cricket_attn.splits import SeasonSplit, season_range
+from cricket_attn.scoring.probabilities import DELIVERY_COLUMNS
+from cricket_attn.data.splits import SeasonSplit, season_range
 
 log = logging.getLogger(__name__)
 

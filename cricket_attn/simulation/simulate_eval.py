@@ -22,17 +22,17 @@ from omegaconf import OmegaConf
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.checkpoints import CheckpointError
-from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.scoring.checkpoints import CheckpointError
+from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.metrics import markdown_table, save_figure
-from cricket_attn.recent import STRENGTH, recent_offsets, strength
-from cricket_attn.serving import load_trained
+from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength
+from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
-from cricket_attn.sources import SourceError
+from cricket_attn.data.sources import SourceError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the matches since the model's training seasons played before "
-                   "each match (cricket_attn.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
+                   "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
     p.add_argument("--data", default="ipl")
     p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")

@@ -1,11 +1,11 @@
 """The MLflow model's code (MLflow "models from code"): logged with each model, so loading it runs
-this file rather than unpickling an object. `cricket_attn.serving.log_model` logs it."""
+this file rather than unpickling an object. `cricket_attn.scoring.serving.log_model` logs it."""
 
 import mlflow
 import pandas as pd
 from mlflow.models import set_model
 
-from cricket_attn.serving import CHECKPOINT_ARTIFACT, from_checkpoint
+from cricket_attn.scoring.serving import CHECKPOINT_ARTIFACT, from_checkpoint
 
 
 class DeliveriesModel(mlflow.pyfunc.PythonModel):
@@ -15,7 +15,7 @@ class DeliveriesModel(mlflow.pyfunc.PythonModel):
         self.trained = from_checkpoint(context.artifacts[CHECKPOINT_ARTIFACT])
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        from cricket_attn.deliveries import plain_types, restore_types
+        from cricket_attn.data.deliveries import plain_types, restore_types
 
         return plain_types(self.trained.score(restore_types(model_input)))
 

@@ -1,6 +1,6 @@
 """Soft training targets from a gradient-boosted teacher (knowledge distillation).
 
-The tabular baseline (HistGradientBoosting on the handcrafted features of cricket_attn.baselines)
+The tabular baseline (HistGradientBoosting on the handcrafted features of cricket_attn.training.baselines)
 ranks the rare outcomes (wickets, wides, twos, byes) differently from the transformer, and a mean of
 the two beats both. Rather than ship two models, the transformer learns from the teacher: its
 training target for ball t is (1 - weight) * the outcome of ball t + weight * the teacher's
@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.features import N_CLASSES, match_folds
+from cricket_attn.data.features import N_CLASSES, match_folds
 from cricket_attn.metrics import labels_of
 from cricket_attn.progress import Stopwatch
-from cricket_attn.splits import season_range
+from cricket_attn.data.splits import season_range
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ TEACHER_FEATURES_VERSION = 1
 def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0,
                               rate_strength: float = 200.0) -> np.ndarray:
     """(len(d), N_CLASSES): for each delivery, the teacher's probabilities from the folds without its match."""
-    from cricket_attn.baselines import TabularFeatures  # the baselines' features, fitted per fold
+    from cricket_attn.training.baselines import TabularFeatures  # the baselines' features, fitted per fold
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     if folds < 2:

@@ -1,5 +1,5 @@
 """A trained model as something to score with: loaded from a checkpoint or an MLflow model URI, and
-logged to MLflow as a pyfunc model that takes a deliveries table (cricket_attn.mlflow_model). MLflow is
+logged to MLflow as a pyfunc model that takes a deliveries table (cricket_attn.scoring.mlflow_model). MLflow is
 imported only where it is used, so scoring a checkpoint starts without it.
 
 The checkpoint is the single source of truth: the MLflow model is the checkpoint as an artifact plus
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from cricket_attn.checkpoints import CheckpointError, load_model
+from cricket_attn.scoring.checkpoints import CheckpointError, load_model
 from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.scoring import score_deliveries
-from cricket_attn.sequences import SequenceEncoder
+from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.data.sequences import SequenceEncoder
 
 CHECKPOINT_ARTIFACT = "checkpoint"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
@@ -88,9 +88,9 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
 
 
 def __getattr__(name: str):
-    """Models logged before the pyfunc wrapper moved to cricket_attn.mlflow_model import it from here."""
+    """Models logged before the pyfunc wrapper moved to cricket_attn.scoring.mlflow_model import it from here."""
     if name == "DeliveriesModel":
-        from cricket_attn.mlflow_model import DeliveriesModel
+        from cricket_attn.scoring.mlflow_model import DeliveriesModel
 
         return DeliveriesModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -103,7 +103,7 @@ def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, exampl
     import mlflow
     from mlflow.models import infer_signature
 
-    from cricket_attn.deliveries import plain_types
+    from cricket_attn.data.deliveries import plain_types
 
     with warnings.catch_warnings():
         # MLflow hints that integer columns cannot hold missing values. A deliveries table's integer

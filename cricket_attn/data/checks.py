@@ -1,6 +1,6 @@
 """Checks the deliveries table against the official results recorded in each match file.
 
-`python -m cricket_attn.checks [SOURCE ...]` reports, for every decided match that was not
+`python -m cricket_attn.data.checks [SOURCE ...]` reports, for every decided match that was not
 decided by DLS or a super over, whether the innings totals and wickets from the table give the
 recorded margin, and whether every non-DLS chase's target is the first-innings total plus one.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, load_tables
+from cricket_attn.data.deliveries import PhaseRules, load_tables
 
 # A side has eleven players, so a chase won with w wickets down is won "by 10 - w wickets".
 WICKETS_IN_HAND = 10

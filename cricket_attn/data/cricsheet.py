@@ -13,7 +13,7 @@ from datetime import date
 
 import orjson
 
-from cricket_attn.sources import MatchFile
+from cricket_attn.data.sources import MatchFile
 
 SUPPORTED_MAJOR_VERSION = "1"
 

@@ -29,16 +29,16 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from cricket_attn import progress, tracking
 from cricket_attn.attention import log_attention
 from cricket_attn.config import CONF_DIR, project_path
-from cricket_attn.datamodule import CricketDataModule
-from cricket_attn.deliveries import PhaseRules, load_tables
-from cricket_attn.checkpoints import load_model, save_final
-from cricket_attn.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
+from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.scoring.checkpoints import load_model, save_final
+from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
-from cricket_attn.scoring import score_deliveries
-from cricket_attn.sequences import QUANTILE_STEPS
-from cricket_attn.sources import SourceError
-from cricket_attn.splits import SeasonSplit, season_range
+from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.data.sequences import QUANTILE_STEPS
+from cricket_attn.data.sources import SourceError
+from cricket_attn.data.splits import SeasonSplit, season_range
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -268,7 +268,7 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
     if results.get("checkpoint"):
         client.set_tag(run.run_id, "checkpoint", str(Path(results["checkpoint"]).resolve()))
         if cfg.mlflow.log_model:
-            from cricket_attn.serving import log_model
+            from cricket_attn.scoring.serving import log_model
 
             log.info("MLflow: logging the final model as the run's `model`")
             first = test["match_id"].iloc[0] if len(test) else None

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from cricket_attn.cricsheet import OUTCOMES
-from cricket_attn.deliveries import PHASES
+from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.data.deliveries import PHASES
 
 ROLES = ("batter", "bowler")
 # What each history ball carries: its outcome class, who was at the other end of it (the bowler for a

@@ -20,18 +20,20 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn import predict, progress
+from cricket_attn.scoring import predict
+
+from cricket_attn import progress
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.deliveries import PhaseRules, build_tables, load_tables
-from cricket_attn.histories import known_deliveries
-from cricket_attn.predict import check_out_path, command, scoring_parser, unknown_players, write_table
-from cricket_attn.recent import STRENGTH, recent_offsets
-from cricket_attn.serving import load_trained
+from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+from cricket_attn.data.histories import known_deliveries
+from cricket_attn.scoring.predict import check_out_path, command, scoring_parser, unknown_players, write_table
+from cricket_attn.scoring.recent import STRENGTH, recent_offsets
+from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
                                           project_match)
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import Simulator
-from cricket_attn.sources import iter_match_files
+from cricket_attn.data.sources import iter_match_files
 
 
 @dataclass

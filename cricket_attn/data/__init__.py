@@ -1,0 +1,5 @@
+"""From Cricsheet files to training batches, in the order the data flows: sources → cricsheet (one match
+file to checked rows) → deliveries (the table and its cache; checks against the official results) →
+splits → features (the match state before each ball, players' rates) → histories (players' earlier
+balls) → sequences (innings as tensors with their positions) → teacher (the trees' targets) →
+datamodule. `ingest` is the command over the first three."""
