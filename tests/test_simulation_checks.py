@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from cricket_attn.data.deliveries import class_frequencies
-from cricket_attn.simulation.checks import (bowler_rule_fit, class_values, per_ball_levels, season_table,
-                                            simulate_from_the_start)
-from cricket_attn.simulation.match import over_starts
+import torch
+
+from cricket_attn.simulation.checks import (WAYS, bowler_rule_fit, class_values, per_ball_levels, real_bowlers,
+                                            real_order, season_table, simulate_from_the_start, who_plays,
+                                            who_plays_table)
+from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
+from cricket_attn.simulation.rules import BowlerChoice
+from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
 def regular(deliveries):
@@ -49,3 +54,32 @@ def test_innings_simulated_from_ball_0_are_set_beside_the_real_ones(fixture_simu
     assert (per_innings["real_runs"].to_numpy() == totals).all() and (per_innings["sim_runs"] > 0).all()
     table = season_table(per_innings)
     assert list(table["innings"]) == ["first", "chase"] and (table["n"] == 1).all()
+
+
+def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(fixture_simulator, fixture_tables, deliveries):
+    match = regular(deliveries[deliveries["match_id"] == "1473439"])
+    first = match[match["innings"] == 1].reset_index(drop=True)
+    setup = InningsSetup.from_table(first, fixture_tables.matches)
+    # The real order: who came to the crease, openers first, then those who did not bat.
+    order = real_order(setup, first).batting
+    came = list(dict.fromkeys(x for pair in zip(first["batter"], first["non_striker"]) for x in pair))
+    assert order[:len(came)] == came and sorted(order) == sorted(setup.batting)
+    # The real bowlers: at each over's start (his over not yet counted), the real bowler is all but certain.
+    starts = over_starts(first)[1:]
+    state = InningsState.stack([p.state for p in innings_points(fixture_simulator, setup, first, starts, None)])
+    real = state.bowler.clone()
+    state.bowler_overs[torch.arange(state.n), real] -= 1
+    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, str(first["bowling_team"].iloc[0]), first["date"].iloc[0])
+    took = real_bowlers(rule, setup, first).probabilities(state)[torch.arange(state.n), real]
+    assert (took > 0.999).all() and (rule.probabilities(state)[torch.arange(state.n), real] < 0.999).any()
+    # From the points after 6 and 10 overs: each way's mean projection; `rules` is the evaluation's own.
+    per = who_plays(fixture_simulator, match, fixture_tables.matches, overs=(6, 10), n=6, seed=3)
+    assert list(per["after_overs"]) == [6, 10] and (per["total"] == first["runs_total"].sum()).all()
+    points = innings_points(fixture_simulator, setup, first, [over_starts(first)[6], over_starts(first)[10]], None)
+    plain = simulate_points(fixture_simulator, points, first, str(first["bowling_team"].iloc[0]), first["date"].iloc[0],
+                            6, torch.Generator().manual_seed(3))
+    assert np.allclose(per["rules"], plain.runs.double().view(2, 6).mean(1).numpy())
+    scored = [first["runs_total"].iloc[:over_starts(first)[k]].sum() for k in (6, 10)]
+    assert (per[list(WAYS)].to_numpy() >= np.array(scored)[:, None]).all()  # no way unscores the real runs
+    table = who_plays_table(per)
+    assert list(table["innings"]) == [1, 1] and np.allclose(table["rules_bias"], per["rules"] - per["total"])

@@ -7,6 +7,8 @@ compared with the real ones, season by season: mean and spread of the total, wic
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import torch
@@ -16,7 +18,7 @@ from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.recent import with_offsets
 from cricket_attn.scoring.probabilities import score_deliveries
-from cricket_attn.simulation.match import innings_points, over_starts
+from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup, InningsState
@@ -153,4 +155,67 @@ def bowler_rule_fit(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFr
     out = kept.groupby("season").agg(overs=("log_lik", "size"), rule_log_lik=("log_lik", "mean"),
                                      even_log_lik=("even_log_lik", "mean"), likeliest_bowled=("likeliest", "mean"))
     out["ruled_out"] = frame.groupby("season")["ruled_out"].sum()
+    return out.reset_index()
+
+
+# Who plays: the rules for the next bowler and batter against the real ones, from the same states.
+WAYS = {"rules": (False, False), "real_bowlers": (True, False), "real_order": (False, True), "both_real": (True, True)}
+
+
+def real_order(setup: InningsSetup, innings: pd.DataFrame) -> InningsSetup:
+    """`setup` with the batting order the real innings had: who came to the crease, in order, then the rest."""
+    came = pd.unique(np.column_stack([innings["batter"].astype(str), innings["non_striker"].astype(str)]).ravel())
+    return replace(setup, batting=[*came, *(p for p in setup.batting if p not in came)])
+
+
+def real_bowlers(rule: BowlerChoice, setup: InningsSetup, innings: pd.DataFrame) -> BowlerChoice:
+    """The bowler rule, except that every over the real innings reached goes to its real bowler (whoever may
+    bowl it by the laws in the simulation: should he not, the rule chooses among the others)."""
+    weights = rule.weights.clone()
+    for over, bowler in innings.drop_duplicates("over")[["over", "bowler"]].itertuples(index=False):
+        if over < len(weights):
+            weights[over] *= 1e-6
+            weights[over, setup.bowling.index(str(bowler))] = 1.0
+    return BowlerChoice(weights, rule.quota)
+
+
+def who_plays(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None, overs=(6, 10, 15),
+              n: int = 50, seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per first innings of `deliveries` and point (the start of each of `overs`, 0-based): the real total and
+    the mean of n simulations to the end of the innings each of the WAYS: the rules for who bowls and who
+    comes in, the real bowler of every over the real innings reached, the real batting order, both. Every way
+    takes the same random draws; with `levels`, each match its class offsets, as in the evaluation."""
+    d = deliveries[~deliveries["is_super_over"].astype(bool) & (deliveries["innings"] == 1)]
+    groups = list(d.groupby("match_id", sort=False, observed=True))
+    rows = []
+    for match_id, inn in progress.track(groups, "who plays", unit="innings"):
+        inn = inn.reset_index(drop=True)
+        starts = over_starts(inn)
+        chosen = [(k, starts[k]) for k in overs if k < len(starts)]
+        if not chosen:
+            continue
+        setup, first = InningsSetup.from_table(inn, matches), inn.iloc[0]
+        team, date = str(first["bowling_team"]), first["date"]
+        match_sim = sim.for_match(levels, match_id)
+        found = {}
+        for way, (bowlers_real, order_real) in WAYS.items():
+            mine = real_order(setup, inn) if order_real else setup
+            points = innings_points(match_sim, mine, inn, [i for _, i in chosen], None)
+            rule = BowlerChoice.for_innings(points[0].state, sim.usage, team, date)
+            bowlers = real_bowlers(rule, mine, inn) if bowlers_real else rule
+            end = simulate_points(match_sim, points, inn, team, date, n, torch.Generator().manual_seed(seed), bowlers)
+            found[way] = end.runs.double().view(len(points), n).mean(1)
+        total = float(inn["runs_total"].sum())
+        for j, (k, _) in enumerate(chosen):
+            rows.append({"match_id": str(match_id), "season": int(first["season"]), "after_overs": k, "total": total,
+                         **{way: float(found[way][j]) for way in WAYS}})
+    return pd.DataFrame(rows)
+
+
+def who_plays_table(per_point: pd.DataFrame) -> pd.DataFrame:
+    """Per season and point: innings, and each way's bias (projected - real) and mean absolute error."""
+    errors = per_point[list(WAYS)].sub(per_point["total"], axis=0)
+    grouped = errors.groupby([per_point["season"], per_point["after_overs"]])
+    out = pd.concat([grouped.size().rename("innings"), grouped.mean().add_suffix("_bias"),
+                     grouped.agg(lambda e: e.abs().mean()).add_suffix("_mae")], axis=1)
     return out.reset_index()

@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plots", type=int, default=3, help="matches drawn and logged (default 3)")
     p.add_argument("--check-sims", type=int, default=40, help="simulations of each innings of the last training "
                    "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
+    p.add_argument("--who-sims", type=int, default=0, help="simulations from each first innings of the last "
+                   "training season and the test seasons after 6, 10 and 15 overs, with the rules for who bowls and "
+                   "who comes in against the real bowlers and batting order (default 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
@@ -91,6 +94,12 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
         per_innings = checks.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed)
         why["from_the_start"] = (f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
                                  "each, the chase with its real target):", checks.season_table(per_innings))
+    if args.who_sims:
+        per_point = checks.who_plays(sim, shown, matches, n=args.who_sims, seed=args.seed, levels=levels)
+        why["who_plays"] = (f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
+                            f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
+                            f"real batting order, and both ({args.who_sims} simulations from each state, the same draws "
+                            "for each):", checks.who_plays_table(per_point))
     return why
 
 
@@ -98,8 +107,9 @@ def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
-    if args.check_sims < 0:
-        raise ValueError(f"--check-sims {args.check_sims}: 0 (skip the check) or more")
+    for name in ("check_sims", "who_sims"):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: 0 (skip the check) or more")
     tracking.check_tracking_uri(args.tracking_uri)
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
