@@ -58,6 +58,8 @@ def test_ablation_runs_pairs_and_continues(tmp_path):
     assert len(seeds) == 2 and seeds.loc[seeds["variant"] == "self_only", "diff"].notna().all()
     mine = seeds[seeds["variant"] == "self_only"].iloc[0]  # its cell shows the epochs its refit trained
     assert f"| self_only | {mine['log_loss']:.4f} ({mine['epochs']}) |" in table
+    val = {job.variant: rec["val_log_loss"] for job, rec in recorded_runs(cfg).items()}  # and on its validation season
+    assert f"| {val['self_only'] - val['default']:+.4f} |" in table
     assert (tmp_path / "out" / "season_back" / "self_only" / "seed0" / "train.log").is_file()
     summary = client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")
     assert len(summary) == 1 and "season_back/self_only/diff" in summary[0].data.metrics

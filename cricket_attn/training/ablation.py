@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import hydra
+import numpy as np
 import pandas as pd
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
 from omegaconf import DictConfig, OmegaConf
@@ -282,6 +283,10 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
             paired = [s for s in seeds if Job(against, protocol, s) in runs]
             if variant != against and paired:
                 row["paired_seeds"] = len(paired)
+                # The validation season's log loss (the selection model's, calibrated): one more season to
+                # point the same way, with no interval (the record keeps its total, not its matches).
+                row["val_diff"] = float(np.mean([runs[Job(variant, protocol, s)]["val_log_loss"]
+                                                 - runs[Job(against, protocol, s)]["val_log_loss"] for s in paired]))
                 row.update(seed_averaged_difference([runs[Job(variant, protocol, s)] for s in paired],
                                                     [runs[Job(against, protocol, s)] for s in paired], cfg.n_boot))
             rows.append(row)
@@ -293,21 +298,23 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
     if rows.empty:
         return f"# Ablation `{cfg.name}`\n\nNo finished runs yet.\n"
     protocols = [p for p in cfg.protocols if p in set(rows["protocol"])]
-    head = "| variant | " + " | ".join(f"{p}: log loss (epochs by seed) | {p}: - reference [95% CI]" for p in protocols) + " |"
+    head = "| variant | " + " | ".join(f"{p}: log loss (epochs by seed) | {p}: - reference [95% CI] | {p}: validation - reference"
+                                      for p in protocols) + " |"
     lines = [f"# Ablation `{cfg.name}`", "",
              "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons "
              "(in brackets, the epochs each seed's refit trained, as chosen on its validation season), "
              "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
              "both have, with a 95% bootstrap interval by match. Positive: the variant is worse. Protocols: "
              + "; ".join(f"`{p}` {' '.join(o) if o else '(the default split)'}" for p, o in cfg.protocols.items())
-             + ". Every run's own numbers are in `ablation_seeds.csv`.", "",
-             head, "|" + "---|" * (1 + 2 * len(protocols))]
+             + ". The third column of a protocol: the same difference on its validation season (the selection "
+             "model's calibrated log loss; no interval). Every run's own numbers are in `ablation_seeds.csv`.", "",
+             head, "|" + "---|" * (1 + 3 * len(protocols))]
     for variant in [v for v in cfg.variants if v in set(rows["variant"])]:
         cells = []
         for protocol in protocols:
             hit = rows[(rows["variant"] == variant) & (rows["protocol"] == protocol)]
             if hit.empty:
-                cells += ["", ""]
+                cells += ["", "", ""]
                 continue
             r = hit.iloc[0]
             cells.append(f"{r['log_loss']:.4f} ({r['epochs_chosen']})")
@@ -316,6 +323,7 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
                 cells.append(f"{r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]{vs}")
             else:
                 cells.append("reference" if variant == r["against"] or variant == REFERENCE else "")
+            cells.append(f"{r['val_diff']:+.4f}" if pd.notna(r.get("val_diff")) else "")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
