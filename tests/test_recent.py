@@ -90,4 +90,4 @@ def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
     for bad in ("-1", "nan"):
         with pytest.raises(SystemExit):
             parse_args([*required, "--recent-level", bad])
-        assert f"--recent-level: {bad}: 0 (off) or a positive strength" in capsys.readouterr().err
+        assert f"--recent-level: {bad}: 0 (off) or a positive number" in capsys.readouterr().err

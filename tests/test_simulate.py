@@ -124,3 +124,13 @@ def test_next_over_bowlers_and_next_batters_are_printed_for_a_live_match(checkpo
     assert "who bowls over 14?" in printed and "who comes in next?" in printed
     assert "match 1527675:" not in printed  # a finished match has no next over
     assert printed.count("win_probability_se") == 2
+
+
+def test_the_spread_is_zero_or_more(capsys):
+    from cricket_attn.simulation.rollout import SPREAD
+
+    assert parse_args(["--model", "m.ckpt", "--out", "o.csv", "x.json"]).spread == SPREAD
+    assert parse_args(["--model", "m.ckpt", "--out", "o.csv", "--spread", "0", "x.json"]).spread == 0.0
+    with pytest.raises(SystemExit):
+        parse_args(["--model", "m.ckpt", "--out", "o.csv", "--spread", "-0.1", "x.json"])
+    assert "--spread: -0.1: 0 (off) or a positive number" in capsys.readouterr().err

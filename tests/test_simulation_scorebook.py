@@ -38,3 +38,11 @@ def test_sampling_keeps_the_class_and_follows_the_shares(deliveries):
     byes = regular[regular["outcome"] == "bye"]
     real_four = ((byes["runs_byes"] + byes["runs_legbyes"]) == 4).mean()
     assert abs((ball.runs_other == 4).double().mean().item() - real_four) < 0.01
+
+
+def test_each_class_is_worth_its_mean_runs_in_the_training_seasons(deliveries):
+    book = Scorebook.fit(deliveries)
+    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    real = regular.groupby("outcome", observed=True)["runs_total"].mean()
+    assert torch.allclose(book.runs, torch.tensor([real[c] for c in OUTCOMES], dtype=torch.float64))
+    assert book.runs[OUTCOME_INDEX["6"]] == 6 and book.runs[OUTCOME_INDEX["dot"]] == 0

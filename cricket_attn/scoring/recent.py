@@ -27,10 +27,10 @@ STRENGTH = 200.0
 
 
 def strength(text: str) -> float:
-    """The `--recent-level` argument: 0 (off) or a positive strength."""
+    """An argument that is 0 (off) or a positive number: `--recent-level`, `--spread`."""
     value = float(text)
     if not value >= 0:  # also NaN
-        raise argparse.ArgumentTypeError(f"{text}: 0 (off) or a positive strength")
+        raise argparse.ArgumentTypeError(f"{text}: 0 (off) or a positive number")
     return value
 
 

@@ -21,6 +21,11 @@ from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState
 
 
+# The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
+# back (docs/experiments.md).
+SPREAD = 0.1
+
+
 @dataclass
 class InningsEnd:
     """How each simulation's innings ended, (N,) tensors."""
@@ -47,6 +52,11 @@ class Simulator:
     # Class offsets added to the model's log-probabilities (cricket_attn.scoring.recent: the league's level since
     # the training seasons, for the match being simulated); None: the model as it is.
     offsets: torch.Tensor | None = None
+    # Innings-level spread: each simulated innings draws z ~ N(0, spread^2) once and tilts every ball's
+    # distribution towards the classes worth more runs (z > 0) or fewer (`tilt`), so some innings run hot and
+    # some cold (the pitch, the conditions) beyond what each ball's distribution holds, with the same
+    # distribution on average over z; 0: none.
+    spread: float = 0.0
 
     def __post_init__(self):
         reads = [name for name, used in (("players' histories", self.encoder.history_balls),
@@ -57,14 +67,14 @@ class Simulator:
 
     @classmethod
     def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
-              known: pd.DataFrame) -> Simulator:
+              known: pd.DataFrame, spread: float = SPREAD) -> Simulator:
         """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
-        usage from all of them (each match reads only the matches before its own)."""
+        usage from all of them (each match reads only the matches before its own), and `spread`."""
         seasons = known["season"].between(encoder.first_season, encoder.last_season)
         if not seasons.any():
             raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
                              f"{encoder.last_season} to fit the scorebook on")
-        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known))
+        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread)
 
     def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
         """This simulator with the match's class offsets (`cricket_attn.scoring.recent.recent_offsets`), if `levels`
@@ -102,6 +112,19 @@ class Simulator:
             log_probs = self.model(batch, caches[0], last_only=True)[:, -1].log_softmax(-1)
         return log_probs if self.offsets is None else (log_probs + self.offsets).log_softmax(-1)
 
+    def innings_draws(self, n: int, generator: torch.Generator | None) -> torch.Tensor | None:
+        """(n,) each simulated innings' own z ~ N(0, spread^2), or None without a spread."""
+        return torch.randn(n, generator=generator) * self.spread if self.spread else None
+
+    def tilt(self, probs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """(B, classes) each row's distribution tilted by its innings' z along the classes' standardised run
+        values u: p (1 + z (u - E_p[u])), which sums to one and averages to p over z (clipped at zero, a
+        case beyond three standard deviations of z at the spreads used)."""
+        runs = self.scorebook.runs.to(probs.dtype)
+        u = (runs - runs.mean()) / runs.std()
+        tilted = probs * (1 + z[:, None] * (u[None, :] - (probs @ u)[:, None])).clamp(min=0)
+        return tilted / tilted.sum(1, keepdim=True)
+
     @torch.no_grad()
     def roll(self, state: InningsState, caches: list[KVCache], bowlers: BowlerChoice,
              generator: torch.Generator | None = None, keep_states: bool = False):
@@ -126,6 +149,7 @@ class Simulator:
         # The players' and venue's rates are fixed per slot within the innings: their share of the numeric
         # layer is computed once, not at every ball (exact; about a third of a step's multiply-adds).
         by_slot = all([m.cache_rates(c, *state.rates()) for m, c in zip(self.members, caches)])
+        z = self.innings_draws(n, generator)
         alive = torch.arange(n)  # each row's simulation
         ended = torch.zeros(n, dtype=torch.bool)  # rows whose innings is over (their ends are kept)
         finals = []  # with keep_states: (simulations, their final states)
@@ -154,6 +178,7 @@ class Simulator:
             if int(done.sum()) * 4 >= len(done) or bool(full.any()):  # a full row can take no more balls
                 keep = torch.nonzero(~done)[:, 0]
                 state, alive, ended = state.take(keep), alive[keep], ended[keep]
+                z = None if z is None else z[keep]
                 caches = [c.rows(keep) for c in caches]
                 done = ended
             new_over = state.over_complete() & ~done
@@ -161,6 +186,8 @@ class Simulator:
                 state.end_over(new_over)
                 state.start_over(bowlers.choose(state, generator), new_over)
             probs = self.log_probs(state.inputs(by_slot), caches).exp()
+            if z is not None:
+                probs = self.tilt(probs, z)
             outcome = torch.multinomial(probs, 1, generator=generator)[:, 0]
             ball = self.scorebook.sample(outcome, generator)
             if bool(done.any()):

@@ -46,6 +46,12 @@ class Scorebook:
             raise ValueError(f"the scorebook's deliveries have no ball of class {missing}: too few to fit it")
         return cls(entries, probability / totals)
 
+    @property
+    def runs(self) -> torch.Tensor:
+        """(classes,) the mean runs a delivery of each class is worth."""
+        total = sum(self.entries[:, ENTRY_FIELDS.index(f)] for f in ("runs_batter", "runs_wides", "runs_noballs", "runs_other"))
+        return self.probability @ total.to(torch.float64)
+
     def sample(self, outcome: torch.Tensor, generator: torch.Generator | None = None) -> Delivery:
         """One scorebook entry per simulation, drawn among its outcome class's entries."""
         pick = torch.multinomial(self.probability[outcome], 1, generator=generator)[:, 0]

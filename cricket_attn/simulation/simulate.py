@@ -27,12 +27,12 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.scoring.predict import check_out_path, command, scoring_parser, unknown_players, write_table
-from cricket_attn.scoring.recent import STRENGTH, recent_offsets
+from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
                                           project_match)
 from cricket_attn.simulation.plots import plot_match
-from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rollout import SPREAD, Simulator
 from cricket_attn.data.sources import iter_match_files
 
 
@@ -81,6 +81,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--spread", type=strength, default=SPREAD, help="innings-level spread: each simulated innings "
+                   "runs hot or cold by its own draw (cricket_attn.simulation.rollout; default %(default)g, chosen on "
+                   "2024); 0: every ball from the model's distribution alone")
     p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
                    "total (<match>-worm.png) and the win probability (<match>-win.png)")
     p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> Summary:
                          f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries")
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
-    sim = Simulator.build(trained.model, trained.encoder, phases, known)
+    sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread)
     torch.set_grad_enabled(False)
     levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level) if args.recent_level else None
     frames = []

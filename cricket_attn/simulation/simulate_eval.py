@@ -31,7 +31,7 @@ from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
-from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rollout import SPREAD, Simulator
 from cricket_attn.data.sources import SourceError
 
 
@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "who comes in against the real bowlers and batting order (default 0: skip)")
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--spread", type=strength, default=SPREAD, help="innings-level spread of the simulations "
+                   "(cricket_attn.simulation.rollout; default %(default)g, chosen on 2024); 0: none")
     p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the matches since the model's training seasons played before "
                    "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace) -> str:
     tables = load_tables(args.sources, phases, project_path(cfg.data_dir))
     d = tables.deliveries
     # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
-    sim = Simulator.build(trained.model, trained.encoder, phases, d)
+    sim = Simulator.build(trained.model, trained.encoder, phases, d, args.spread)
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
     if not test_ids:
         raise ValueError(f"--test {args.test}: no matches of these seasons in the data")
@@ -134,7 +136,8 @@ def run(args: argparse.Namespace) -> str:
         f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
         f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
         f"{result['no_result_matches']} without a result left out)"
-        + (f"; the league's recent level learnt with strength {args.recent_level:g}." if levels else "."),
+        + (f"; the league's recent level learnt with strength {args.recent_level:g}" if levels else "")
+        + f"; innings-level spread {args.spread:g}.",
         "Chase win probability:\n\n" + markdown_table(result["win"], 4),
         "First-innings total:\n\n" + markdown_table(result["totals"], 3),
         "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
@@ -176,7 +179,7 @@ def run(args: argparse.Namespace) -> str:
         client.log_metric(run_id, name, float(value))
     tracking.log_params(uri, run_id, {"sims": str(args.sims), "train_until": str(args.train_until),
                                       "test": ",".join(map(str, args.test)), "seed": str(args.seed),
-                                      "recent_level": str(args.recent_level)})
+                                      "recent_level": str(args.recent_level), "spread": str(args.spread)})
     client.log_artifact(run_id, str(out / "simulation.md"))
     for picture in pictures:
         client.log_artifact(run_id, str(picture), "pictures")

@@ -1,0 +1,35 @@
+"""Rolling innings forward: the innings-level spread widens the simulated totals and changes nothing when off."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from cricket_attn.simulation.rules import BowlerChoice
+from cricket_attn.simulation.state import InningsSetup
+
+
+def totals(sim, deliveries, matches, n=400, seed=0):
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
+    setup = InningsSetup.from_table(inn, matches)
+    state = sim.start(setup, n)
+    choice = BowlerChoice.for_innings(state, sim.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0])
+    return sim.roll(state, sim.new_caches(), choice, torch.Generator().manual_seed(seed)).runs.double()
+
+
+def test_the_innings_spread_widens_the_totals_around_the_same_level(fixture_simulator, fixture_tables, deliveries):
+    plain = totals(fixture_simulator, deliveries, fixture_tables.matches)
+    assert torch.equal(plain, totals(replace(fixture_simulator, spread=0.0), deliveries, fixture_tables.matches))
+    wide = totals(replace(fixture_simulator, spread=0.3), deliveries, fixture_tables.matches)
+    assert wide.std() > 1.3 * plain.std()
+    assert abs(wide.mean() - plain.mean()) < 0.25 * plain.std()
+    # The tilt: a hot innings (z > 0) has more sixes and fewer dots, a cold one the reverse; the same
+    # distribution on average over z.
+    sim = replace(fixture_simulator, spread=0.3)
+    p = torch.tensor([[0.35, 0.35, 0.06, 0.003, 0.11, 0.05, 0.05, 0.015, 0.002, 0.01]], dtype=torch.float64)
+    hot, cold = sim.tilt(p, torch.tensor([0.3])), sim.tilt(p, torch.tensor([-0.3]))
+    assert hot[0, 5] > p[0, 5] > cold[0, 5] and hot[0, 0] < p[0, 0] < cold[0, 0]
+    assert torch.allclose((hot + cold) / 2, p) and torch.allclose(hot.sum(), torch.tensor(1.0, dtype=torch.float64))
+    z = sim.innings_draws(20000, torch.Generator().manual_seed(1))
+    assert abs(z.std() - 0.3) < 0.01 and sim.innings_draws(5, None) is not None and fixture_simulator.innings_draws(5, None) is None
