@@ -20,8 +20,9 @@ START_OF_INNINGS = N_OUTCOMES  # the "previous outcome" of an innings' first bal
 N_INNINGS_MARKERS = 3  # first innings, chase, super over
 SEASON_EFFECTS = ("none", "bias", "embedding")
 NUMERIC_EMBEDDINGS = ("mlp", "periodic", "bins")
-ABSOLUTE_POSITIONS = ("sinusoidal", "learned")
-RELATIVE_POSITIONS = ("none", "rope", "alibi")
+# Settings measured worse in the attention ablation (docs/experiments.md, 2026-11-23) and taken out: the
+# value a checkpoint of an earlier version holds for each (its default then) still loads.
+REMOVED = {"positional_combine": "concat", "absolute_position": "sinusoidal", "relative_position": "none"}
 
 
 class ConfigError(ValueError):
@@ -47,12 +48,7 @@ class ModelConfig:
     max_ball_in_over: int = 12
     max_player_balls: int = 64  # balls faced/bowled beyond this share the last slot
     positional_parts: tuple[str, ...] = POSITIONAL_PARTS
-    positional_combine: str = "concat"  # "concat" then project to d_model, or "sum"
-    positional_dim: int = 16  # width of each part when concatenated
-    absolute_position: str = "sinusoidal"  # the legal-ball index part: fixed "sinusoidal" or a "learned" table
-    # Inside attention: "rope" rotates queries and keys by the legal-ball index (Su et al. 2021), "alibi"
-    # subtracts a per-head slope times the distance in legal balls from the scores (Press et al. 2022).
-    relative_position: str = "none"
+    positional_dim: int = 16  # width of each part; the parts are concatenated, then projected to d_model
     # Earlier balls (deliveries) each ball may attend to besides itself: null for all of the innings,
     # 0 for none (each ball sees only itself: the control that isolates what attention adds), 6 for the last six.
     context: int | None = None
@@ -84,20 +80,8 @@ class ModelConfig:
         unknown = [p for p in self.positional_parts if p not in POSITIONAL_PARTS]
         if unknown:
             raise ConfigError(f"model.positional_parts: unknown part(s) {unknown}; choose from {list(POSITIONAL_PARTS)}")
-        if self.positional_combine not in ("concat", "sum"):
-            raise ConfigError(f"model.positional_combine must be 'concat' or 'sum', got {self.positional_combine!r}")
-        width = self.d_model if self.positional_combine == "sum" else self.positional_dim
-        if self.absolute_position not in ABSOLUTE_POSITIONS:
-            raise ConfigError(f"model.absolute_position must be one of {list(ABSOLUTE_POSITIONS)}, "
-                              f"got {self.absolute_position!r}")
-        if "absolute" in self.positional_parts and self.absolute_position == "sinusoidal" and width % 2:
-            raise ConfigError(f"the sinusoidal part needs an even width, got {width} (model.positional_dim)")
-        if self.relative_position not in RELATIVE_POSITIONS:
-            raise ConfigError(f"model.relative_position must be one of {list(RELATIVE_POSITIONS)}, "
-                              f"got {self.relative_position!r}")
-        if self.relative_position == "rope" and (self.d_model // self.n_heads) % 2:
-            raise ConfigError(f"model.relative_position=rope needs an even head width, got "
-                              f"d_model / n_heads = {self.d_model // self.n_heads}")
+        if "absolute" in self.positional_parts and self.positional_dim % 2:
+            raise ConfigError(f"the sinusoidal part needs an even width, got model.positional_dim={self.positional_dim}")
         if self.history_balls < 0:
             raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
         if self.history_reader not in ("cross", "pooled"):
@@ -134,8 +118,12 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
+        gone = {k: v for k, v in d.items() if k in REMOVED and v != REMOVED[k]}
+        if gone:
+            raise ConfigError(f"model setting(s) {gone}: taken out after the attention ablation measured them worse "
+                              "(docs/experiments.md); only " + ", ".join(f"{k}={v}" for k, v in REMOVED.items()) + " remain")
+        d = {k: v for k, v in d.items() if k not in REMOVED}
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"unknown model setting(s): {unknown}")
         return cls(**d)
@@ -152,23 +140,19 @@ def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
 
 
 class CricketPositionalEncoding(nn.Module):
-    """Where a ball sits in the innings: legal-ball index (fixed sinusoidal, or learned), ball in the over,
-    over, phase, and how many balls the batter has faced and the bowler has bowled (all learned)."""
+    """Where a ball sits in the innings: legal-ball index (fixed sinusoidal), ball in the over, over, phase,
+    and how many balls the batter has faced and the bowler has bowled (learned), concatenated and projected."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.parts = cfg.positional_parts
-        self.combine = cfg.positional_combine
-        width = cfg.d_model if self.combine == "sum" else cfg.positional_dim
         sizes = {"ball_in_over": cfg.max_ball_in_over + 1, "over": cfg.max_overs, "phase": 3,
                  "batter_balls": cfg.max_player_balls + 1, "bowler_balls": cfg.max_player_balls + 1}
         self.max_player_balls = cfg.max_player_balls
-        learned = [p for p in self.parts if p != "absolute" or cfg.absolute_position == "learned"]
-        sizes["absolute"] = cfg.max_balls
-        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], width) for p in learned})
-        if "absolute" in self.parts and "absolute" not in learned:
-            self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, width), persistent=False)
-        self.proj = nn.Linear(width * len(self.parts), cfg.d_model) if self.combine == "concat" and self.parts else None
+        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], cfg.positional_dim) for p in self.parts if p != "absolute"})
+        if "absolute" in self.parts:
+            self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, cfg.positional_dim), persistent=False)
+        self.proj = nn.Linear(cfg.positional_dim * len(self.parts), cfg.d_model) if self.parts else None
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | float:
         if not self.parts:
@@ -176,14 +160,11 @@ class CricketPositionalEncoding(nn.Module):
         out = []
         for part in self.parts:
             if part == "absolute":
-                index = batch["legal_ball_index"]
-                out.append(self.embed[part](index) if part in self.embed else self.absolute[index])
+                out.append(self.absolute[batch["legal_ball_index"]])
             elif part in ("batter_balls", "bowler_balls"):
                 out.append(self.embed[part](batch[part].clamp(max=self.max_player_balls)))
             else:
                 out.append(self.embed[part](batch[part]))
-        if self.combine == "sum":
-            return torch.stack(out).sum(0)  # (B, T, C)
         return self.proj(torch.cat(out, dim=-1))  # (B, T, C)
 
 
@@ -256,25 +237,22 @@ class PiecewiseLinearEmbedding(nn.Module):
 @dataclass
 class SharedBalls:
     """Balls many rows of a cache have in common (simulation: the real balls before a state), held once:
-    per layer their keys and values (H, S, hd), their legal-ball indexes (S,), and for each row how many of
-    them, from the first, it has seen (B,)."""
+    per layer their keys and values (H, S, hd), and for each row how many of them, from the first, it has
+    seen (B,)."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
-    legal_balls: torch.Tensor
     seen: torch.Tensor
 
 
 class KVCache:
-    """Keys and values of the balls seen so far, one pair per layer, and their legal-ball indexes, for
-    ball-by-ball inference. With `shared`, each row's balls begin with the first `seen` of balls that
+    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. With `shared`, each row's balls begin with the first `seen` of balls that
     all rows share, held once, and the row's own balls follow."""
 
     def __init__(self, n_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, own balls, hd)
         self.values: list[torch.Tensor | None] = [None] * n_layers
         self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers  # with room to grow
-        self.legal_balls: torch.Tensor | None = None  # (B, own balls)
         self.shared: SharedBalls | None = None
         self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
         # What every row shares within one innings (simulation: the player slots' rates, `cache_rates`)
@@ -306,9 +284,9 @@ class KVCache:
 
     def rows(self, index: torch.Tensor) -> KVCache:
         """These batch rows, in this order; an index may repeat a row. Shared balls stay shared."""
-        out = self._map(lambda x: x[index], lambda x: x[index], lambda x: x[index])
+        out = self._map(lambda x: x[index], lambda x: x[index])
         if self.shared is not None:
-            out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.legal_balls, self.shared.seen[index])
+            out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.seen[index])
         return out
 
     def share(self, seen: torch.Tensor) -> KVCache:
@@ -316,113 +294,67 @@ class KVCache:
         many balls; the balls are held once, not copied per row (one innings, many simulations)."""
         if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
             raise ValueError("share() takes a cache of one row of balls of its own")
-        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x[:, :0].expand(len(seen), -1),
-                        lambda x: x[[0] * len(seen)])
-        out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], self.legal_balls[0], seen)
+        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x[[0] * len(seen)])
+        out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], seen)
         return out
 
-    def _map(self, per_layer, per_ball, context) -> KVCache:
+    def _map(self, per_layer, context) -> KVCache:
         out = KVCache(len(self.keys))
         out.keys = [None if k is None else per_layer(k) for k in self.keys]
         out.values = [None if v is None else per_layer(v) for v in self.values]
-        out.legal_balls = None if self.legal_balls is None else per_ball(self.legal_balls)
         out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
         out.innings = self.innings
         return out
 
-    def extend(self, legal_balls: torch.Tensor) -> torch.Tensor:
-        """The legal-ball indexes of the row's own cached balls and these new ones: (B, own + T)."""
-        if self.legal_balls is not None:
-            legal_balls = torch.cat([self.legal_balls, legal_balls], dim=1)
-        self.legal_balls = legal_balls
-        return legal_balls
-
-
-def rotate(x: torch.Tensor, legal_balls: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding: each pair of channels (i, i + hd/2) of a query or key turned by the
-    angle legal_ball * 10000^(-2i/hd), so a query-key product depends on their distance in legal balls."""
-    half = x.size(-1) // 2
-    freq = torch.pow(10000.0, -torch.arange(half, dtype=torch.float32, device=x.device) / half)
-    angle = legal_balls[:, None, :, None].float() * freq  # (B, 1, T, hd/2)
-    cos, sin = angle.cos(), angle.sin()
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
-
-
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """ALiBi's fixed per-head slopes, the geometric sequence 2^(-8/H), 2^(-16/H), ..., 2^(-8)."""
-    return torch.pow(2.0, -8.0 * torch.arange(1, n_heads + 1) / n_heads)
-
 
 class CausalSelfAttention(nn.Module):
     """Each ball attends to itself and the earlier balls of its sequence (the last `context` of them
-    when set); positions enter as the input's encoding and, optionally, as RoPE or an ALiBi bias."""
+    when set); positions enter only as the input's encoding."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.context = cfg.context
-        self.relative = cfg.relative_position
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
         self.dropout = cfg.dropout
         self.resid_dropout = nn.Dropout(cfg.dropout)
-        if self.relative == "alibi":
-            self.register_buffer("slopes", alibi_slopes(cfg.n_heads)[:, None, None], persistent=False)  # (H, 1, 1)
 
-    def mask(self, q_place: torch.Tensor, k_place: torch.Tensor, q_balls: torch.Tensor, k_balls: torch.Tensor,
-             held: torch.Tensor | None = None) -> torch.Tensor:
+    def mask(self, q_place: torch.Tensor, k_place: torch.Tensor, held: torch.Tensor | None = None) -> torch.Tensor:
         """What each query may see, from the places of queries (T,) or (B, T) and keys (S,) or (B, S) in
-        their sequence, their legal-ball indexes (B, T) and (B, S), and `held` (B, S), the keys that hold a
-        ball of that row: a boolean mask (T, S) or (B, 1, T, S), or with ALiBi a float bias (B, H, T, S)
-        that is -inf where a query may not look."""
+        their sequence and `held` (B, S), the keys that hold a ball of that row: (T, S) or (B, 1, T, S)."""
         q_place, k_place = q_place[..., :, None], k_place[..., None, :]
         allowed = k_place <= q_place
         if self.context is not None:
             allowed = allowed & (k_place >= q_place - self.context)
         if held is not None:
             allowed = allowed & held[:, None, :]
-        if allowed.dim() == 3:
-            allowed = allowed[:, None]  # (B, 1, T, S)
-        if self.relative != "alibi":
-            return allowed
-        distance = (q_balls[:, :, None] - k_balls[:, None, :]).abs().float()  # (B, T, S) in legal balls
-        bias = -self.slopes * distance[:, None]  # (B, H, T, S)
-        return bias.masked_fill(~allowed, float("-inf"))
+        return allowed[:, None] if allowed.dim() == 3 else allowed  # (B, 1, T, S) or (T, S)
 
-    def forward(self, x: torch.Tensor, legal_balls: torch.Tensor, cache: KVCache | None, layer: int,
-                weights: list | None = None) -> torch.Tensor:
-        """`legal_balls` (B, T): the new balls' legal-ball indexes. With a `weights` list, the attention
-        weights (B, H, T, past + T) are computed explicitly and appended to it."""
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> torch.Tensor:
+        """With a `weights` list, the attention weights (B, H, T, past + T) are computed explicitly and
+        appended to it."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
-        key_balls = legal_balls
-        if cache is not None:
-            if layer == 0:
-                cache.extend(legal_balls)
-            key_balls = cache.legal_balls  # (B, past + T)
-        if self.relative == "rope":
-            q, k = rotate(q, legal_balls), rotate(k, legal_balls)  # keys are cached rotated
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
         if cache is not None and cache.shared is not None:
             if weights is not None:
                 raise ValueError("attention weights come from a cache without shared balls")
-            y = self.attend_shared(q, k, v, legal_balls, key_balls, cache.shared, layer)
+            y = self.attend_shared(q, k, v, cache.shared, layer)
             return self.resid_dropout(self.out(y.transpose(1, 2).contiguous().view(B, T, C)))
         past, S = k.size(2) - T, k.size(2)
         mask = None
-        if not ((past == 0 or T == 1) and self.context is None and self.relative != "alibi"):
+        if not ((past == 0 or T == 1) and self.context is None):
             places = torch.arange(S, device=x.device)
-            mask = self.mask(places[past:], places, legal_balls, key_balls)
+            mask = self.mask(places[past:], places)
         dropout = self.dropout if self.training else 0.0
         if weights is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
             if mask is None:
                 mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(past)
-            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
-            w = scores.softmax(-1)
+            w = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             weights.append(w)
             y = F.dropout(w, dropout) @ v
         elif mask is None:  # causal, or one new ball that sees all the cache
@@ -432,23 +364,21 @@ class CausalSelfAttention(nn.Module):
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.out(y))
 
-    def attend_shared(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_balls: torch.Tensor,
-                      k_balls: torch.Tensor, shared: SharedBalls, layer: int) -> torch.Tensor:
+    def attend_shared(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shared: SharedBalls,
+                      layer: int) -> torch.Tensor:
         """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
         shared keys and values are read once for all rows, as one matrix product per head, not once per
         row; the two parts' scores join in one softmax. (B, H, T, hd)."""
         B, H, T, hd = q.shape
-        S, own = shared.legal_balls.size(0), k.size(2)
+        S, own = shared.keys[layer].size(1), k.size(2)
         flat = q.transpose(0, 1).reshape(H, B * T, hd)
         scores = torch.cat([(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1),
                             q @ k.transpose(-2, -1)], dim=-1) / math.sqrt(hd)  # (B, H, T, S + own)
         seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
         k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
         held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
-        k_balls = torch.cat([shared.legal_balls.expand(B, S), k_balls], dim=1)
-        mask = self.mask(seen + places[own - T:own], k_place, q_balls, k_balls, held)
-        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
-        w_shared, w_own = scores.softmax(-1).split([S, own], dim=-1)
+        mask = self.mask(seen + places[own - T:own], k_place, held)
+        w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, own], dim=-1)
         from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
         return from_shared.transpose(0, 1) + w_own @ v
 
@@ -549,9 +479,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: torch.Tensor, legal_balls: torch.Tensor, cache: KVCache | None, layer: int,
-                weights: list | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), legal_balls, cache, layer, weights)
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, layer, weights)
         return x + self.mlp(self.ln2(x))
 
 
@@ -647,7 +576,7 @@ class CricketTransformer(nn.Module):
             x = x + self.first_innings(x, batch["first_innings"], batch["first_innings_slot"], self.batter, cache)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, batch["legal_ball_index"], cache, i, attention)
+            x = block(x, cache, i, attention)
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
         logits = self.head(self.ln_f(x))

@@ -16,34 +16,36 @@ from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.data.sequences import SequenceEncoder
 from tests.conftest import FIXTURES
 
-ANGLE = 0.02  # radians per legal ball of the hand-made position code: one turn is 314 balls, longer than an innings
+# Radians per legal ball of the sinusoidal part's second pair of channels at width 4 (10000^(-2/4)): one
+# turn is 628 balls, longer than an innings.
+ANGLE = 0.01
 
 
 def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, SequenceEncoder]:
     """One layer, two heads, weights set by hand: the input of ball t is its legal-ball index as an
-    angle (dims 0-3) plus its bowler as a random unit vector (dims 4-31), each written as [v, -v], so
-    LayerNorm only rescales it. Head 0's query turns the angle back one ball, so it matches the key
+    angle (dims 0-3, from the sinusoidal part's slow pair of channels) plus its bowler as a random unit
+    vector (dims 4-31), each written as [v, -v], so LayerNorm only rescales it. Head 0's query turns the angle back one ball, so it matches the key
     of the previous legal ball; head 1's query and key are the bowler vector, so it matches the same
     bowler's balls (and the ball itself)."""
     encoder = SequenceEncoder.fit(deliveries, min_count=1)
     cfg = ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=32, n_heads=2, n_layers=1,
-                      dropout=0.0, positional_parts=("absolute",), absolute_position="learned",
-                      positional_combine="sum")
+                      dropout=0.0, positional_parts=("absolute",), positional_dim=4)
     model = CricketTransformer(cfg).eval()
     C, hd = cfg.d_model, cfg.d_model // cfg.n_heads
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
         model.blocks[0].ln1.weight.fill_(1.0)
-        angle = ANGLE * torch.arange(cfg.max_balls, dtype=torch.float32)
-        position = model.position.embed["absolute"].weight  # (max_balls, C)
-        position[:, 0], position[:, 1], position[:, 2], position[:, 3] = angle.cos(), angle.sin(), -angle.cos(), -angle.sin()
+        # The part's channels are sin(p), cos(p), sin(ANGLE p), cos(ANGLE p): the projection takes the slow pair.
+        assert torch.allclose(model.position.absolute[:, 2], torch.sin(ANGLE * torch.arange(cfg.max_balls).float()), atol=1e-5)
+        proj = model.position.proj.weight  # (C, 4)
+        proj[0, 3], proj[1, 2], proj[2, 3], proj[3, 2] = 1.0, 1.0, -1.0, -1.0
         g = torch.Generator().manual_seed(0)
         u = torch.randn(cfg.n_bowlers, 14, generator=g)
         u = u / u.norm(dim=1, keepdim=True)
         model.bowler.weight[:, 4:18], model.bowler.weight[:, 18:32] = u, -u
         w = model.blocks[0].attn.qkv.weight  # rows: queries, keys, values; head h takes rows h*hd .. (h+1)*hd
-        turn, scale = torch.tensor([[math.cos(ANGLE), math.sin(ANGLE)], [-math.sin(ANGLE), math.cos(ANGLE)]]), 5e4
+        turn, scale = torch.tensor([[math.cos(ANGLE), math.sin(ANGLE)], [-math.sin(ANGLE), math.cos(ANGLE)]]), 2e5
         w[0:2, 0:2] = scale * turn  # head 0 query: the angle one ball back
         w[C:C + 2, 0:2] = torch.eye(2)  # head 0 key: the angle
         w[hd:hd + 14, 4:18] = 50 * torch.eye(14)  # head 1 query: the bowler

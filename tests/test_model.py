@@ -9,7 +9,7 @@ import torch
 
 from cricket_attn.model import (
     POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, Ensemble, KVCache, ModelConfig,
-    PiecewiseLinearEmbedding, alibi_slopes, sinusoidal_table,
+    PiecewiseLinearEmbedding, sinusoidal_table,
 )  # fmt: skip
 
 TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_seasons=4, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
@@ -44,11 +44,9 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
         batch["first_innings"], batch["first_innings_slot"] = first, torch.zeros(B, T, dtype=torch.long)
     return batch
 
-# Each way attention can see the innings: windows, the ball itself only, RoPE, ALiBi, a learned absolute part.
-ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(relative_position="rope"),
-                      dict(relative_position="alibi"), dict(relative_position="alibi", context=5),
-                      dict(absolute_position="learned"), dict(relative_position="rope", positional_parts=()),
-                      dict(history_balls=6), dict(history_balls=6, history_reader="pooled"), dict(first_innings=True)]
+# Each way attention can see the innings: windows, the ball itself only, no positions, context from outside it.
+ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(positional_parts=()), dict(history_balls=6),
+                      dict(history_balls=6, history_reader="pooled"), dict(first_innings=True)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -62,12 +60,11 @@ def test_sinusoidal_values_match_the_formula():
 
 
 def test_positional_parts_are_switchable():
-    for combine in ("concat", "sum"):
-        for parts in (POSITIONAL_PARTS, ("absolute",), ("over", "phase"), ()):
-            cfg = ModelConfig(**TINY, positional_parts=parts, positional_combine=combine)
-            pe = CricketPositionalEncoding(cfg)
-            out = pe(random_batch(cfg))
-            assert (out == 0.0) if not parts else out.shape == (3, 20, 8)
+    for parts in (POSITIONAL_PARTS, ("absolute",), ("over", "phase"), ()):
+        cfg = ModelConfig(**TINY, positional_parts=parts)
+        pe = CricketPositionalEncoding(cfg)
+        out = pe(random_batch(cfg))
+        assert (out == 0.0) if not parts else out.shape == (3, 20, 8)
     # Without the batter part, changing balls faced changes nothing.
     cfg = ModelConfig(**TINY, positional_parts=("absolute", "over"))
     model = CricketTransformer(cfg).eval()
@@ -80,7 +77,6 @@ def test_positional_parts_are_switchable():
     ("change", "message"),
     [(dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
      (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
-     (dict(positional_combine="product"), "model.positional_combine"),
      (dict(positional_dim=7), "even width"),
      (dict(temperature=0.0), "model.temperature must be positive"),
      (dict(numeric_embedding="spline"), "model.numeric_embedding"),
@@ -90,9 +86,6 @@ def test_positional_parts_are_switchable():
      (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
      (dict(season_effect="era"), "model.season_effect"),
      (dict(n_seasons=0), "model.n_seasons must be at least 1"),
-     (dict(absolute_position="rotary"), "model.absolute_position must be one of"),
-     (dict(relative_position="t5"), "model.relative_position must be one of"),
-     (dict(relative_position="rope", d_model=12, n_heads=4), "needs an even head width"),
      (dict(context=-1), "model.context must be null")],
 )  # fmt: skip
 def test_bad_config_names_the_setting(change, message):
@@ -302,39 +295,15 @@ def test_attention_weights_are_those_the_model_uses(variant):
         assert (w[..., ~allowed] == 0).all()
 
 
-def test_rope_scores_depend_on_the_distance_in_legal_balls_only():
-    torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, relative_position="rope", positional_parts=())
-    model = CricketTransformer(cfg).eval()
-    batch = random_batch(cfg)
-    shifted = dict(batch, legal_ball_index=batch["legal_ball_index"] + 37)
-    a, b = [], []
-    with torch.no_grad():
-        model(batch, attention=a), model(shifted, attention=b)
-        moved = [], []
-        model(dict(batch, legal_ball_index=batch["legal_ball_index"] * 2), attention=moved[0])
-    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(a, b))
-    assert not torch.allclose(a[0], moved[0][0], atol=1e-3)  # distances doubled: other weights
-
-
-def test_alibi_bias_falls_linearly_with_the_distance_in_legal_balls():
-    """With queries and keys zeroed the scores are the bias alone: weights proportional to
-    exp(-slope_h * distance), head h's slope 2^(-8h/H)."""
-    cfg = ModelConfig(**{**TINY, "relative_position": "alibi", "n_layers": 1})
-    model = CricketTransformer(cfg).eval()
-    with torch.no_grad():
-        model.blocks[0].attn.qkv.weight[: 2 * cfg.d_model] = 0
-        model.blocks[0].attn.qkv.bias[: 2 * cfg.d_model] = 0
-        batch = random_batch(cfg)
-        weights = []
-        model(batch, attention=weights)
-    slopes = alibi_slopes(cfg.n_heads)
-    assert torch.allclose(slopes, torch.tensor([2.0 ** -4, 2.0 ** -8]))
-    legal = batch["legal_ball_index"][0].float()
-    t = 15
-    for h in range(cfg.n_heads):
-        expected = torch.exp(-slopes[h] * (legal[t] - legal[: t + 1]))
-        assert torch.allclose(weights[0][0, h, t, : t + 1], expected / expected.sum(), atol=1e-6)
+def test_settings_taken_out_load_at_their_old_default_and_are_refused_otherwise():
+    """A checkpoint of an earlier version names the positional options the attention ablation took out:
+    at the values every default model had, it loads as before; any other value is refused by name."""
+    old = {**TINY, "positional_combine": "concat", "absolute_position": "sinusoidal", "relative_position": "none"}
+    assert ModelConfig.from_dict(old) == ModelConfig(**TINY)
+    for name, value in (("relative_position", "rope"), ("relative_position", "alibi"),
+                        ("absolute_position", "learned"), ("positional_combine", "sum")):
+        with pytest.raises(ConfigError, match=f"'{name}': '{value}'.*taken out after the attention ablation"):
+            ModelConfig.from_dict({**old, name: value})
 
 
 @pytest.mark.parametrize("reader", ["cross", "pooled"])

@@ -50,7 +50,7 @@ def check_fits(here: dict, state: object, cfg: ModelConfig) -> None:
     if problems:
         raise CheckpointError(
             f"checkpoint does not fit model settings d_model={cfg.d_model}, n_layers={cfg.n_layers}, "
-            f"positional_parts={list(cfg.positional_parts)}, positional_combine={cfg.positional_combine!r}: "
+            f"positional_parts={list(cfg.positional_parts)}: "
             f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
 
 
