@@ -28,7 +28,8 @@ def test_the_innings_spread_widens_the_totals_around_the_same_level(fixture_simu
     # distribution on average over z.
     sim = replace(fixture_simulator, spread=0.3)
     p = torch.tensor([[0.35, 0.35, 0.06, 0.003, 0.11, 0.05, 0.05, 0.015, 0.002, 0.01]], dtype=torch.float64)
-    hot, cold = sim.tilt(p, torch.tensor([0.3])), sim.tilt(p, torch.tensor([-0.3]))
+    u = sim.run_direction()
+    hot, cold = sim.tilt(p, torch.tensor([0.3]), u), sim.tilt(p, torch.tensor([-0.3]), u)
     assert hot[0, 5] > p[0, 5] > cold[0, 5] and hot[0, 0] < p[0, 0] < cold[0, 0]
     assert torch.allclose((hot + cold) / 2, p) and torch.allclose(hot.sum(), torch.tensor(1.0, dtype=torch.float64))
     z = sim.innings_draws(20000, torch.Generator().manual_seed(1))

@@ -116,12 +116,17 @@ class Simulator:
         """(n,) each simulated innings' own z ~ N(0, spread^2), or None without a spread."""
         return torch.randn(n, generator=generator) * self.spread if self.spread else None
 
-    def tilt(self, probs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """(B, classes) each row's distribution tilted by its innings' z along the classes' standardised run
-        values u: p (1 + z (u - E_p[u])), which sums to one and averages to p over z (clipped at zero, a
-        case beyond three standard deviations of z at the spreads used)."""
-        runs = self.scorebook.runs.to(probs.dtype)
-        u = (runs - runs.mean()) / runs.std()
+    def run_direction(self) -> torch.Tensor:
+        """(classes,) the classes' run values in the scorebook, standardised: the direction of `tilt`."""
+        runs = self.scorebook.runs.float()
+        return (runs - runs.mean()) / runs.std()
+
+    @staticmethod
+    def tilt(probs: torch.Tensor, z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """(B, classes) each row's distribution tilted by its innings' z along the direction u (`run_direction`):
+        p (1 + z (u - E_p[u])), which sums to one and averages to p over z (clipped at zero, a case beyond
+        three standard deviations of z at the spreads used)."""
+        u = u.to(probs.dtype)
         tilted = probs * (1 + z[:, None] * (u[None, :] - (probs @ u)[:, None])).clamp(min=0)
         return tilted / tilted.sum(1, keepdim=True)
 
@@ -150,6 +155,7 @@ class Simulator:
         # layer is computed once, not at every ball (exact; about a third of a step's multiply-adds).
         by_slot = all([m.cache_rates(c, *state.rates()) for m, c in zip(self.members, caches)])
         z = self.innings_draws(n, generator)
+        u = None if z is None else self.run_direction()  # once per roll, not per ball
         alive = torch.arange(n)  # each row's simulation
         ended = torch.zeros(n, dtype=torch.bool)  # rows whose innings is over (their ends are kept)
         finals = []  # with keep_states: (simulations, their final states)
@@ -187,7 +193,7 @@ class Simulator:
                 state.start_over(bowlers.choose(state, generator), new_over)
             probs = self.log_probs(state.inputs(by_slot), caches).exp()
             if z is not None:
-                probs = self.tilt(probs, z)
+                probs = self.tilt(probs, z, u)
             outcome = torch.multinomial(probs, 1, generator=generator)[:, 0]
             ball = self.scorebook.sample(outcome, generator)
             if bool(done.any()):
