@@ -197,10 +197,12 @@ def who_plays(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | 
         setup, first = InningsSetup.from_table(inn, matches), inn.iloc[0]
         team, date = str(first["bowling_team"]), first["date"]
         match_sim = sim.for_match(levels, match_id)
-        found = {}
+        found, replayed = {}, {}
         for way, (bowlers_real, order_real) in WAYS.items():
-            mine = real_order(setup, inn) if order_real else setup
-            points = innings_points(match_sim, mine, inn, [i for _, i in chosen], None)
+            if order_real not in replayed:  # the real innings replayed once per batting order
+                mine = real_order(setup, inn) if order_real else setup
+                replayed[order_real] = mine, innings_points(match_sim, mine, inn, [i for _, i in chosen], None)
+            mine, points = replayed[order_real]
             rule = BowlerChoice.for_innings(points[0].state, sim.usage, team, date)
             bowlers = real_bowlers(rule, mine, inn) if bowlers_real else rule
             end = simulate_points(match_sim, points, inn, team, date, n, torch.Generator().manual_seed(seed), bowlers)
