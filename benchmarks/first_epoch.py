@@ -12,7 +12,6 @@ cached after (docs/usage.md); every other step is paid on every run. Prints a ta
 from __future__ import annotations
 
 import argparse
-import platform
 import tempfile
 import time
 
@@ -25,6 +24,7 @@ from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.training.lit_module import BallOutcomeModule
 from cricket_attn.data.sources import default_archive
+from machine import cpu
 
 
 def stages(history_balls: int, first_innings: bool) -> dict[str, float]:
@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--first-innings", action="store_true", help="also give each chase its first innings")
     args = p.parse_args()
     rows = [(k, stages(k, args.first_innings)) for k in args.history_balls]
-    print(f"\nmachine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+    print(f"\nmachine: {cpu()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} thread(s); first innings as context: {args.first_innings}")
     print(f"{'histories K':>11} {'ingest s':>9} {'data set-up s':>14} {'first step s':>13} {'total s':>8}")
     for k, s in rows:

@@ -16,6 +16,7 @@ import time
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.sources import default_archive, iter_match_files
+from machine import cpu
 
 
 def timed(fn, repeat: int) -> list[float]:
@@ -43,8 +44,8 @@ def main() -> None:
             lambda: subprocess.run(cli + ["--refresh"], check=True, capture_output=True), 3)
     n = len(load_tables([archive], phases, data_dir=data_dir).deliveries)
 
-    print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, "
-          f"Python {platform.python_version()}, {len(__import__('os').sched_getaffinity(0))} cores")
+    print(f"machine: {cpu()}, {platform.system()}, "
+          f"Python {platform.python_version()}")
     print(f"archive: {archive} ({n:,} deliveries)")
     print(f"{'measurement':<40} {'median s':>9} {'min s':>7}")
     for name, times in rows.items():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import torch
@@ -26,6 +25,7 @@ from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup
+from machine import cpu
 
 
 def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: bool) -> float:
@@ -86,7 +86,7 @@ def main() -> None:
         rows.append((f"whole simulator, the model ({len(members)} members)", simulated / seconds, float("nan"),
                      float("nan")))
 
-    print(f"\nmachine: {platform.processor() or platform.machine()}, {args.threads} thread(s), torch "
+    print(f"\nmachine: {cpu()}, {args.threads} thread(s), torch "
           f"{torch.__version__}, device {args.device}; {args.sims} innings at once, {balls} balls")
     print(f"{'':<48} {'balls/s cached':>15} {'recomputed':>12} {'speed-up':>9}")
     for name, fast, slow, ratio in rows:
