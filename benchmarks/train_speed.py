@@ -1,10 +1,10 @@
 """Training throughput (deliveries per second) and peak memory of the transformer as conf/ configures it.
 
-Usage: python benchmarks/train_speed.py [--epochs 2] [--set context] [--variant NAME=OVERRIDE,...] [OVERRIDE ...]
+Usage: python benchmarks/train_speed.py [--epochs 2] [--set context] [--variant 'NAME=OVERRIDE ...'] [OVERRIDE ...]
 
 Each variant is the default configuration (conf/config.yaml) with its overrides, timed in the same run:
 `--set NAME` takes the variants of conf/ablation_set/NAME.yaml (e.g. `context`: players' histories and
-the first innings against the default), `--variant` adds one (`--variant k64=data.history_balls=64`), and
+the first innings against the default), `--variant` adds one (`--variant 'k64=data.history_balls=64 model.history_reader=pooled'`), and
 with neither only the default is timed. Trailing overrides apply to every variant, e.g. on a GPU
 `trainer=gpu trainer.precision=bf16-mixed data.batch_size=1024`.
 
@@ -37,7 +37,7 @@ def variants(args) -> dict[str, list[str]]:
         found.update(OmegaConf.to_container(OmegaConf.load(CONF_DIR / "ablation_set" / f"{args.set}.yaml").variants))
     for spec in args.variant:
         name, _, overrides = spec.partition("=")
-        found[name] = [o for o in overrides.split(",") if o]
+        found[name] = overrides.split()
     return found
 
 
@@ -84,7 +84,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--set", help="time the variants of conf/ablation_set/SET.yaml")
-    p.add_argument("--variant", action="append", default=[], help="NAME=OVERRIDE,OVERRIDE: one more variant")
+    p.add_argument("--variant", action="append", default=[], help="'NAME=OVERRIDE OVERRIDE': one more variant")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every variant")
     args = p.parse_args()
     rows = {name: time_training(own + args.overrides, args.epochs) for name, own in variants(args).items()}

@@ -59,6 +59,7 @@ class ModelConfig:
     # How a ball reads a history: "cross", each ball's own query attends to its player's history; "pooled",
     # a learned query per head sums up each player's history once per innings, and a ball takes its player's.
     history_reader: str = "cross"
+    history_roles: tuple[str, ...] = ("batter", "bowler")  # whose histories the model reads (the data gives both)
     # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
     first_innings: bool = False
     numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
@@ -86,6 +87,9 @@ class ModelConfig:
             raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
         if self.history_reader not in ("cross", "pooled"):
             raise ConfigError(f"model.history_reader must be 'cross' or 'pooled', got {self.history_reader!r}")
+        self.history_roles = tuple(self.history_roles)
+        if not self.history_roles or not set(self.history_roles) <= {"batter", "bowler"}:
+            raise ConfigError(f"model.history_roles must name batter, bowler or both, got {list(self.history_roles)}")
         if self.context is not None and self.context < 0:
             raise ConfigError(f"model.context must be null (all earlier balls) or at least 0, got {self.context}")
         for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "n_seasons", "max_len"):
@@ -506,8 +510,9 @@ class CricketTransformer(nn.Module):
         self.position = CricketPositionalEncoding(cfg)
         if cfg.history_balls:
             pooled = cfg.history_reader == "pooled"
-            self.batter_history = ContextAttention(cfg, "batter_history", cfg.history_balls, cfg.history_age_buckets, pooled)
-            self.bowler_history = ContextAttention(cfg, "bowler_history", cfg.history_balls, cfg.history_age_buckets, pooled)
+            for role in cfg.history_roles:
+                name = f"{role}_history"
+                setattr(self, name, ContextAttention(cfg, name, cfg.history_balls, cfg.history_age_buckets, pooled))
         if cfg.first_innings:
             self.first_innings = ContextAttention(cfg, "first_innings", cfg.max_len, cfg.max_overs)
         self.drop = nn.Dropout(cfg.dropout)
@@ -570,8 +575,10 @@ class CricketTransformer(nn.Module):
         if self.cfg.season_effect == "embedding":
             x = x + self.season(batch["season"])
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
-            x = (x + self.batter_history(x, batch["batter_history"], batch["batter_slot"], self.bowler, cache)
-                 + self.bowler_history(x, batch["bowler_history"], batch["bowler_slot"], self.batter, cache))
+            opponent, read = {"batter": self.bowler, "bowler": self.batter}, x
+            for role in self.cfg.history_roles:
+                x = x + getattr(self, f"{role}_history")(read, batch[f"{role}_history"], batch[f"{role}_slot"],
+                                                          opponent[role], cache)
         if self.cfg.first_innings:
             x = x + self.first_innings(x, batch["first_innings"], batch["first_innings_slot"], self.batter, cache)
         x = self.drop(x)

@@ -46,7 +46,8 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
 
 # Each way attention can see the innings: windows, the ball itself only, no positions, context from outside it.
 ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(positional_parts=()), dict(history_balls=6),
-                      dict(history_balls=6, history_reader="pooled"), dict(first_innings=True)]
+                      dict(history_balls=6, history_reader="pooled"), dict(history_balls=6, history_roles=["bowler"]),
+                      dict(first_innings=True)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -329,6 +330,24 @@ def test_player_history_reaches_its_own_players_balls_only(reader):
         out = model.batter_history(x, empty, batch["batter_slot"], model.bowler)
         none_value = model.batter_history.out(model.batter_history.none[1].expand(3, 20, -1))
     assert torch.allclose(out, none_value, atol=1e-6)
+
+
+def test_history_roles_read_only_their_own_histories():
+    """With one role, the other role's history changes nothing and has no weights; with none, refused."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(**TINY, history_balls=6, history_roles=["batter"])
+    model = CricketTransformer(cfg).eval()
+    assert hasattr(model, "batter_history") and not hasattr(model, "bowler_history")
+    batch = random_batch(cfg)
+    bowlers = dict(batch, bowler_history=batch["bowler_history"].clone())
+    bowlers["bowler_history"][..., 0] = 4
+    batters = dict(batch, batter_history=batch["batter_history"].clone())
+    batters["batter_history"][..., 0] = 4
+    with torch.no_grad():
+        assert torch.equal(model(batch), model(bowlers)) and not torch.equal(model(batch), model(batters))
+    for roles in ([], ["batter", "keeper"]):
+        with pytest.raises(ConfigError, match="model.history_roles"):
+            ModelConfig(**TINY, history_balls=6, history_roles=roles)
 
 
 def test_first_innings_reaches_the_chase_only():
