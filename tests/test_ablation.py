@@ -67,6 +67,13 @@ def test_ablation_runs_pairs_and_continues(tmp_path):
     # Another set with the same settings under other names finds these runs and trains nothing.
     context = ablation_config(tmp_path, "ablation_set=context", "only=[self_only]", "seeds=[0]", "~protocols.test")
     assert {j: r for j, r in finished_runs(context).items()} == {j: runs[j] for j in runs}
+    # Its report pairs every variant with its control too (self_only): the default against it is the
+    # same balls' difference, negated.
+    both = run_ablation(context)
+    assert "Against the control, `self_only`" in both and "| self_only | control |" in both
+    control_row = both.split("Against the control")[1].split("| default | ")[1]
+    assert float(control_row.split(" ")[0]) == pytest.approx(-seeds.loc[seeds["variant"] == "self_only", "diff"].iloc[0],
+                                                             abs=1e-4)
     # Run again: nothing is trained twice, the same table comes back.
     again = run_ablation(cfg)
     assert finished_runs(cfg) == runs and again == table

@@ -280,17 +280,26 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
             row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
                    **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict(),
                    "epochs_chosen": ",".join(str(int(e)) for e in mine["epochs"])}
-            paired = [s for s in seeds if Job(against, protocol, s) in runs]
-            if variant != against and paired:
-                row["paired_seeds"] = len(paired)
-                # The validation season's log loss (the selection model's, calibrated): one more season to
-                # point the same way, with no interval (the record keeps its total, not its matches).
-                row["val_diff"] = float(np.mean([runs[Job(variant, protocol, s)]["val_log_loss"]
-                                                 - runs[Job(against, protocol, s)]["val_log_loss"] for s in paired]))
-                row.update(seed_averaged_difference([runs[Job(variant, protocol, s)] for s in paired],
-                                                    [runs[Job(against, protocol, s)] for s in paired], cfg.n_boot))
+            row.update(paired_difference(cfg, runs, variant, against, protocol))
+            control = cfg.get("control")
+            if control and variant != control:
+                row.update({f"control_{k}": v for k, v in paired_difference(cfg, runs, variant, control, protocol).items()})
             rows.append(row)
     return pd.DataFrame(rows), pd.DataFrame(per_seed)
+
+
+def paired_difference(cfg: DictConfig, runs: dict[Job, dict], variant: str, against: str, protocol: str) -> dict:
+    """The variant's seed-averaged difference from `against` on the protocol's test seasons (`diff`, with
+    `ci_low`, `ci_high`) and on its validation season (`val_diff`), over the seeds both have; {} if none."""
+    paired = sorted(j.seed for j in runs if j.variant == variant and j.protocol == protocol
+                    and Job(against, protocol, j.seed) in runs)
+    if variant == against or not paired:
+        return {}
+    mine, theirs = [runs[Job(variant, protocol, s)] for s in paired], [runs[Job(against, protocol, s)] for s in paired]
+    # The validation season's log loss (the selection model's, calibrated): one more season to point the
+    # same way, with no interval (the record keeps its total, not its matches).
+    val_diff = float(np.mean([m["val_log_loss"] - t["val_log_loss"] for m, t in zip(mine, theirs)]))
+    return {"paired_seeds": len(paired), "val_diff": val_diff, **seed_averaged_difference(mine, theirs, cfg.n_boot)}
 
 
 def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
@@ -309,7 +318,8 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
              + ". The third column of a protocol: the same difference on its validation season (the selection "
              "model's calibrated log loss; no interval). Every run's own numbers are in `ablation_seeds.csv`.", "",
              head, "|" + "---|" * (1 + 3 * len(protocols))]
-    for variant in [v for v in cfg.variants if v in set(rows["variant"])]:
+    variants = [v for v in cfg.variants if v in set(rows["variant"])]
+    for variant in variants:
         cells = []
         for protocol in protocols:
             hit = rows[(rows["variant"] == variant) & (rows["protocol"] == protocol)]
@@ -318,14 +328,38 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
                 continue
             r = hit.iloc[0]
             cells.append(f"{r['log_loss']:.4f} ({r['epochs_chosen']})")
-            if "diff" in r and pd.notna(r.get("diff")):
+            if pd.notna(r.get("diff")):
                 vs = "" if r["against"] == REFERENCE else f" vs {r['against']}"
-                cells.append(f"{r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]{vs}")
+                cells.append(_interval(r, "") + vs)
             else:
                 cells.append("reference" if variant == r["against"] or variant == REFERENCE else "")
             cells.append(f"{r['val_diff']:+.4f}" if pd.notna(r.get("val_diff")) else "")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    control = cfg.get("control")
+    if control and "control_diff" in rows:
+        lines += ["", f"Against the control, `{control}` (the same seeds, balls and intervals; negative: the variant "
+                  "is better than the control):", "",
+                  "| variant | " + " | ".join(f"{p}: - {control} [95% CI] | {p}: validation - {control}"
+                                             for p in protocols) + " |", "|" + "---|" * (1 + 2 * len(protocols))]
+        for variant in variants:
+            cells = []
+            for protocol in protocols:
+                hit = rows[(rows["variant"] == variant) & (rows["protocol"] == protocol)]
+                r = hit.iloc[0] if not hit.empty else {}
+                if variant == control:
+                    cells += ["control", ""]
+                elif pd.notna(r.get("control_diff")):
+                    cells += [_interval(r, "control_"), f"{r['control_val_diff']:+.4f}"]
+                elif pd.notna(r.get("diff")) and r.get("against") == control:  # its reference is the control
+                    cells += [_interval(r, ""), f"{r['val_diff']:+.4f}"]
+                else:
+                    cells += ["", ""]
+            lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _interval(row, prefix: str) -> str:
+    return f"{row[prefix + 'diff']:+.4f} [{row[prefix + 'ci_low']:+.4f}, {row[prefix + 'ci_high']:+.4f}]"
 
 
 def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path) -> None:
@@ -339,7 +373,7 @@ def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path)
     run_id = tracking.start_run(uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name},
                                 description=table)
     for r in rows.to_dict("records"):
-        for key in ("log_loss", "ece", "diff", "ci_low", "ci_high"):
+        for key in ("log_loss", "ece", "diff", "ci_low", "ci_high", "control_diff", "control_ci_low", "control_ci_high"):
             if key in r and pd.notna(r[key]):
                 client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
     client.log_text(run_id, table, "ablation.md")
