@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -214,3 +215,8 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     trained.encoder.attach_histories(dm.tables.deliveries)
     test = dm.split.split(dm.tables.deliveries)["test"]
     assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
+    # A killed run resumes: its encoder, restored from the checkpoint, reads the histories again.
+    again = train(tiny_train_config(tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger",
+                                    "refit=false", "calibrate=false", "trainer.max_epochs=3",
+                                    f"resume={tmp_path / 'run'}", f"paths.output_dir={tmp_path / 'resumed'}"))
+    assert math.isfinite(again["test/log_loss"])

@@ -131,5 +131,9 @@ class CricketDataModule(pl.LightningDataModule):
         return {"encoder": self.encoder.to_dict()} if self.encoder else {}
 
     def load_state_dict(self, state: dict) -> None:
+        """A resumed run's encoder, from its checkpoint. Histories are not saved with it: after `setup`
+        (Lightning restores this after it), they are attached again from the tables, as `setup` does."""
         if "encoder" in state:
             self.encoder = SequenceEncoder.from_dict(state["encoder"])
+            if self.encoder.history_balls and self.tables is not None:
+                self.encoder.attach_histories(self.tables.deliveries)
