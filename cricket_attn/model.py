@@ -250,8 +250,9 @@ class SharedBalls:
 
 
 class KVCache:
-    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. With `shared`, each row's balls begin with the first `seen` of balls that
-    all rows share, held once, and the row's own balls follow."""
+    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. With
+    `shared`, each row's balls begin with the first `seen` of balls that all rows share, held once, and the
+    row's own balls follow."""
 
     def __init__(self, n_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, own balls, hd)

@@ -280,15 +280,15 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
             row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
                    **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict(),
                    "epochs_chosen": ",".join(str(int(e)) for e in mine["epochs"])}
-            row.update(paired_difference(cfg, runs, variant, against, protocol))
+            row.update(seed_paired(cfg, runs, variant, against, protocol))
             control = cfg.get("control")
             if control and variant != control:
-                row.update({f"control_{k}": v for k, v in paired_difference(cfg, runs, variant, control, protocol).items()})
+                row.update({f"control_{k}": v for k, v in seed_paired(cfg, runs, variant, control, protocol).items()})
             rows.append(row)
     return pd.DataFrame(rows), pd.DataFrame(per_seed)
 
 
-def paired_difference(cfg: DictConfig, runs: dict[Job, dict], variant: str, against: str, protocol: str) -> dict:
+def seed_paired(cfg: DictConfig, runs: dict[Job, dict], variant: str, against: str, protocol: str) -> dict:
     """The variant's seed-averaged difference from `against` on the protocol's test seasons (`diff`, with
     `ci_low`, `ci_high`) and on its validation season (`val_diff`), over the seeds both have; {} if none."""
     paired = sorted(j.seed for j in runs if j.variant == variant and j.protocol == protocol
@@ -350,8 +350,6 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
                     cells += ["control", ""]
                 elif pd.notna(r.get("control_diff")):
                     cells += [_interval(r, "control_"), f"{r['control_val_diff']:+.4f}"]
-                elif pd.notna(r.get("diff")) and r.get("against") == control:  # its reference is the control
-                    cells += [_interval(r, ""), f"{r['val_diff']:+.4f}"]
                 else:
                     cells += ["", ""]
             lines.append(f"| {variant} | " + " | ".join(cells) + " |")
