@@ -288,8 +288,9 @@ class KVCache:
         return self.keys[layer], self.values[layer]
 
     def rows(self, index: torch.Tensor) -> KVCache:
-        """These batch rows, in this order; an index may repeat a row. Shared balls stay shared."""
-        out = self._map(lambda x: x[index], lambda x: x[index])
+        """These batch rows, in this order; an index may repeat a row. Shared balls stay shared, and so does a
+        context of one row (every row's)."""
+        out = self._map(lambda x: x[index], lambda x: x if x.size(0) == 1 else x[index])
         if self.shared is not None:
             out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.seen[index])
         return out
@@ -299,7 +300,7 @@ class KVCache:
         many balls; the balls are held once, not copied per row (one innings, many simulations)."""
         if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
             raise ValueError("share() takes a cache of one row of balls of its own")
-        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x[[0] * len(seen)])
+        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x)  # the context stays one row
         out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], seen)
         return out
 
@@ -447,11 +448,15 @@ class ContextAttention(nn.Module):
             if cache is not None:
                 cache.contexts[self.name] = parts
         if self.pooled:
-            (summaries,) = parts  # (B, P, C)
-            return summaries.gather(1, slot[:, :, None].expand(B, T, C))
+            (summaries,) = parts  # (B, P, C), or (1, P, C) shared by every row
+            return summaries.expand(B, -1, -1).gather(1, slot[:, :, None].expand(B, T, C))
         k, v, owner, seen = parts
         mask = (slot[:, :, None] == owner[:, None, :]) & seen[:, None, :]  # (B, T, P * (K + 1))
         q = self.q(self.ln_ball(x)).view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
+        if k.size(0) == 1 < B:  # one context every row shares (simulations of one innings): one row of B * T balls
+            q, mask = q.transpose(0, 1).reshape(1, self.n_heads, B * T, -1), mask.reshape(1, B * T, -1)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
+            return self.out(y.view(self.n_heads, B, T, -1).permute(1, 2, 0, 3).reshape(B, T, C))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
 

@@ -105,12 +105,48 @@ def test_a_batter_who_has_batted_cannot_come_in_again(fixture_tables, deliveries
         with_next_batter(ctx.setups[2], inn, "Nobody Atall")
 
 
-def test_a_model_that_reads_context_is_refused_by_name(fixture_simulator):
-    """The state gives no players' histories or first innings yet: such a model is refused, not fed short."""
+def test_a_model_that_reads_the_first_innings_is_refused_by_name(fixture_simulator):
+    """The state gives no first innings yet: such a model is refused, not fed short."""
     sim = fixture_simulator
-    for change, named in (({"history_balls": 32}, "players' histories"), ({"first_innings": True}, "the first innings")):
-        with pytest.raises(ValueError, match=f"reads {named}"):
-            Simulator(sim.model, replace(sim.encoder, **change), sim.phases, sim.scorebook, sim.usage)
+    with pytest.raises(ValueError, match="reads the first innings"):
+        Simulator(sim.model, replace(sim.encoder, first_innings=True), sim.phases, sim.scorebook, sim.usage)
+    with pytest.raises(ValueError, match="attach them"):
+        Simulator(sim.model, replace(sim.encoder, history_balls=8), sim.phases, sim.scorebook, sim.usage)
+
+
+@pytest.mark.parametrize("reader", ["cross", "pooled"])
+def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(fixture_simulator, fixture_tables,
+                                                                               deliveries, reader):
+    """A model reading its players' histories: from the cached real balls at several points of a real chase,
+    and from the innings' start with nothing cached, the next ball's distribution equals the full pass over
+    the real innings (whose histories the encoder lists by order of appearance, the simulator by the sides'
+    slots, every simulation of the innings sharing one copy)."""
+    from cricket_attn.model import CricketTransformer, ModelConfig
+
+    sim = fixture_simulator
+    encoder = replace(sim.encoder, history_balls=8)
+    encoder.attach_histories(deliveries)
+    torch.manual_seed(2)
+    model = CricketTransformer(ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16,
+                                           n_heads=2, n_layers=2, history_reader=reader)).eval()
+    sim = replace(sim, model=model, encoder=encoder)
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    full_batch = encoder.encode(inn).collate([0])
+    assert (full_batch["batter_history"][..., 0] >= 0).any() and (full_batch["bowler_history"][..., 0] >= 0).any()
+    at = [0, 7, 40, len(inn) - 1]
+    points = innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))
+    state = InningsState.stack([p.state for p in points])
+    with torch.no_grad():
+        full = model(full_batch).softmax(-1)[0, at]
+        cached = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn, setup)]
+        got = sim.log_probs(state.inputs(), cached).exp()
+        fresh = sim.log_probs(points[0].state.inputs(), sim.new_caches()).exp()
+    assert (got - full).abs().max().item() < 1e-5
+    assert (fresh[0] - full[0]).abs().max().item() < 1e-5
+    assert cached[0].contexts["batter_history"][0].size(0) == 1  # one copy for every simulation
+    with pytest.raises(ValueError, match="needs the innings' setup"):
+        sim.encode_innings(inn)
 
 
 def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulator, fixture_tables, deliveries):

@@ -42,12 +42,14 @@ def days(dates: pd.Series) -> np.ndarray:
 class HistoryStore:
     """Every player's balls in one role, grouped by player and oldest first within a player:
     `tokens[c][i]` is column c of the i-th ball; `keys` are sorted (player code, day) pairs for the
-    search, and `players` maps a player key to its code."""
+    search, `players` maps a player key to its code, and `names` a name to the key of the player of
+    that name who played last (for a side listed by name only, as a simulated match's is)."""
 
     role: str
     players: dict[str, int]
     keys: np.ndarray  # (N,) int64: code * 2^20 + day, ascending
     tokens: dict[str, np.ndarray]
+    names: dict[str, str]
 
     @classmethod
     def build(cls, deliveries: pd.DataFrame, role: str) -> HistoryStore:
@@ -67,7 +69,10 @@ class HistoryStore:
             "day": day[order],
         }
         keys = codes[order].astype(np.int64) * (1 << 20) + day[order]
-        return cls(role, {str(p): i for i, p in enumerate(uniques)}, keys, tokens)
+        latest = pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": player_key(d, role),
+                               "day": day}).sort_values("day", kind="stable").drop_duplicates("name", keep="last")
+        return cls(role, {str(p): i for i, p in enumerate(uniques)}, keys, tokens,
+                   dict(zip(latest["name"], latest["key"].astype(str))))
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.data.features import RATE_COLUMNS, OutcomeRates, match_state
-from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, sequence_histories
+from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
 from cricket_attn.model import START_OF_INNINGS
 
 UNK = "<unk>"
@@ -134,27 +134,43 @@ class SequenceEncoder:
         per_ball, per_sequence = {}, {}
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
         for role in ROLES:
-            store = self.histories[role]
-            slot, index, listed = sequence_histories(d, store, self.history_balls, keys)
-            empty = index == NO_BALL
-            at = np.where(empty, 0, index)
-
-            def take(values: np.ndarray, fill: int) -> np.ndarray:
-                return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
-
-            gap = np.maximum(listed["day"].to_numpy()[:, None] - take(store.tokens["day"], 0), 1)  # days before
-            tokens = np.stack([take(store.tokens["outcome"], -1),
-                               take(self.history_opponents[role], 0),
-                               take(store.tokens["phase"], 0),
-                               np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
-                              axis=-1)  # (players, K, fields)
+            slot, index, listed = sequence_histories(d, self.histories[role], self.history_balls, keys)
             table = np.zeros((n_seq, int(listed["slot"].max()) + 1 if len(listed) else 1, self.history_balls,
                               len(HISTORY_FIELDS)), dtype=np.int64)
             table[..., 0] = -1
-            table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = tokens
+            table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = self.history_tokens(
+                role, index, listed["day"].to_numpy())
             per_ball[f"{role}_slot"] = slot
             per_sequence[f"{role}_history"] = table
         return per_ball, per_sequence
+
+    def history_tokens(self, role: str, index: np.ndarray, day: np.ndarray) -> np.ndarray:
+        """(players, K, fields): the history balls `index` (`HistoryStore.before`) of players whose match is
+        on `day` (players,), as the model reads them."""
+        store = self.histories[role]
+        empty = index == NO_BALL
+        at = np.where(empty, 0, index)
+
+        def take(values: np.ndarray, fill: int) -> np.ndarray:
+            return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
+
+        gap = np.maximum(day[:, None] - take(store.tokens["day"], 0), 1)  # days before
+        return np.stack([take(store.tokens["outcome"], -1),
+                         take(self.history_opponents[role], 0),
+                         take(store.tokens["phase"], 0),
+                         np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
+                        axis=-1)
+
+    def side_histories(self, role: str, names: list[str], date) -> np.ndarray:
+        """(len(names), K, fields): the histories of players known by name only (a side as a simulated
+        match lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history
+        holds (or `<unk>`) has none. A name two players share is taken as the one who played last."""
+        if self.histories is None:
+            raise ValueError("the encoder reads players' histories but none are attached: call attach_histories")
+        store = self.histories[role]
+        keys = np.array([store.names.get(name, name) for name in names], dtype=object)
+        day = np.full(len(names), days(pd.Series([pd.Timestamp(date)]))[0])
+        return self.history_tokens(role, store.before(keys, day, self.history_balls), day)
 
     def encode(self, d: pd.DataFrame, out_of_fold: bool = False) -> BallSequences:
         """Regular innings of `d` as sequences. Super overs are left out (their own tiny game)."""

@@ -85,7 +85,7 @@ def chase_setup(first: InningsSetup, chase: pd.DataFrame, matches: pd.DataFrame 
         return InningsSetup.from_table(chase, matches)
     batting, bowling = squads(matches, match_id, batting_team, bowling_team)
     return InningsSetup(batting, bowling, first.venue, first.season, first.match_type, first.balls_per_over,
-                        balls, chase=True)
+                        balls, chase=True, date=first.date)
 
 
 def chase_outcome(end: InningsEnd, target: torch.Tensor) -> torch.Tensor:
@@ -98,7 +98,7 @@ def simulate_points(sim: Simulator, points: list[Point], innings: pd.DataFrame, 
                     generator: torch.Generator, bowlers: BowlerChoice | None = None) -> InningsEnd:
     """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors);
     `bowlers` replaces the bowler rule (a "what if")."""
-    caches = sim.encode_innings(innings)
+    caches = sim.encode_innings(innings, points[0].state.setup)
     rows = torch.arange(len(points)).repeat_interleave(n)
     seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
     caches = [c.share(seen) if c.length else c for c in caches]

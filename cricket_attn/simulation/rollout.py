@@ -18,7 +18,7 @@ from cricket_attn.model import CricketTransformer, Ensemble, KVCache
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
-from cricket_attn.simulation.state import InningsSetup, InningsState
+from cricket_attn.simulation.state import InningsSetup, InningsState, side_histories
 
 
 # The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
@@ -59,17 +59,20 @@ class Simulator:
     spread: float = 0.0
 
     def __post_init__(self):
-        reads = [name for name, used in (("players' histories", self.encoder.history_balls),
-                                         ("the first innings", self.encoder.first_innings)) if used]
-        if reads:
-            raise ValueError(f"this model reads {' and '.join(reads)} as context; the simulator's state does not "
-                             "give it that context yet (simulate with a model trained without it)")
+        if self.encoder.first_innings:
+            raise ValueError("this model reads the first innings as context; the simulator's state does not give "
+                             "it that context yet (simulate with a model trained without it)")
+        if self.encoder.history_balls and self.encoder.histories is None:
+            raise ValueError("this model reads players' histories: attach them to its encoder "
+                             "(`attach_histories`, or `Simulator.build`)")
 
     @classmethod
     def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
               known: pd.DataFrame, spread: float = SPREAD) -> Simulator:
         """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
         usage from all of them (each match reads only the matches before its own), and `spread`."""
+        if encoder.history_balls and encoder.histories is None:
+            encoder.attach_histories(known)  # each match reads only the matches before its own
         seasons = known["season"].between(encoder.first_season, encoder.last_season)
         if not seasons.any():
             raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
@@ -95,11 +98,20 @@ class Simulator:
         return [KVCache(m.cfg.n_layers) for m in self.members]
 
     @torch.no_grad()
-    def encode_innings(self, innings: pd.DataFrame) -> list[KVCache]:
-        """The caches after every real ball of one innings (`KVCache.prefixes` cuts them for earlier states)."""
+    def encode_innings(self, innings: pd.DataFrame, setup: InningsSetup | None = None) -> list[KVCache]:
+        """The caches after every real ball of one innings (`KVCache.share` cuts them for earlier states). A
+        model reading players' histories reads those of `setup`'s sides, by the slots the simulations use."""
         caches = self.new_caches()
         if len(innings):
-            batch = self.encoder.encode(innings.reset_index(drop=True)).collate([0])
+            innings = innings.reset_index(drop=True)
+            batch = self.encoder.encode(innings).collate([0])
+            if self.encoder.history_balls:
+                if setup is None:
+                    raise ValueError("the model reads players' histories: encode_innings needs the innings' setup")
+                batch.update(side_histories(self.encoder, setup))
+                for role, side in (("batter", setup.batting), ("bowler", setup.bowling)):
+                    slot = {name: i for i, name in enumerate(side)}
+                    batch[f"{role}_slot"] = torch.as_tensor([[slot[str(p)] for p in innings[role]]])
             self.model.eval()
             self.log_probs(batch, caches)
         return caches

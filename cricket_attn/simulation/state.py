@@ -105,6 +105,7 @@ class InningsSetup:
     balls_per_over: int
     balls: int  # legal balls the innings may last (a reduced chase: its target overs)
     chase: bool  # the second innings, chasing a target
+    date: pd.Timestamp | None = None  # the match's: players' histories are as of it (for a model reading them)
 
     @classmethod
     def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
@@ -118,7 +119,7 @@ class InningsSetup:
             bowling=[*bowling, *(p for p in pd.unique(d["bowler"].astype(str)) if p not in bowling)],
             venue=str(first["venue"]), season=int(first["season"]), match_type=str(first["match_type"]),
             balls_per_over=int(first["balls_per_over"]), balls=int(innings_balls(d.iloc[:1])[0]),
-            chase=bool(pd.notna(first["target_runs"])),
+            chase=bool(pd.notna(first["target_runs"])), date=pd.Timestamp(first["date"]),
         )  # fmt: skip
 
 
@@ -166,6 +167,9 @@ class InningsState:
         self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
         self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
         self.phase_table = _phase_table(phases, setup)  # (overs, balls + 1)
+        # A model reading players' histories: each slot's as of the match's date, (1, slots, K, fields) per
+        # role, which the model encodes once per innings into its cache; each ball names its two players' slots.
+        self.histories = side_histories(encoder, setup) if encoder.history_balls else {}
 
         long = dict(dtype=torch.long)
         zeros = lambda *shape: torch.zeros(n, *shape, **long)  # noqa: E731
@@ -251,9 +255,11 @@ class InningsState:
         }  # fmt: skip
         if rates_by_slot:
             batch["rate_slots"] = torch.stack([self.striker, self.bowler], dim=1)
+        if self.histories:
+            batch["batter_slot"], batch["bowler_slot"] = self.striker, self.bowler
         batch = {k: v[:, None] for k, v in batch.items()}
         batch["numeric"] = self.numeric(with_rates=not rates_by_slot)[:, None]
-        return batch
+        return {**batch, **self.histories}  # the histories: one row, every simulation's
 
     # --- how the state moves ---
 
@@ -373,6 +379,16 @@ _PER_SIMULATION = (
 def _fill(players: list[str], size: int = 11) -> list[str]:
     """A side of at least `size` slots: unlisted players are `<unk>` (the model's unknown player)."""
     return [*players, *[UNK] * max(size - len(players), 0)]
+
+
+def side_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, torch.Tensor]:
+    """`batter_history` and `bowler_history`, (1, slots, K, fields): the players' histories of each slot of
+    the batting and the bowling side (`<unk>` fills: none) as of the match's date (`SequenceEncoder.side_histories`)."""
+    if setup.date is None:
+        raise ValueError("the model reads players' histories, which are as of the match's date: the innings "
+                         "setup has no date")
+    return {f"{role}_history": torch.as_tensor(encoder.side_histories(role, _fill(side), setup.date))[None]
+            for role, side in (("batter", setup.batting), ("bowler", setup.bowling))}
 
 
 def _phase_table(phases: PhaseRules, setup: InningsSetup) -> torch.Tensor:
