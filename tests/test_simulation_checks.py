@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import class_frequencies
 import torch
 
@@ -54,6 +55,11 @@ def test_innings_simulated_from_ball_0_are_set_beside_the_real_ones(fixture_simu
     assert (per_innings["real_runs"].to_numpy() == totals).all() and (per_innings["sim_runs"] > 0).all()
     table = season_table(per_innings)
     assert list(table["innings"]) == ["first", "chase"] and (table["n"] == 1).all()
+    # With the match's class offsets (the recent level), as the evaluation simulates it: sixes made likelier.
+    offsets = np.zeros(len(OUTCOMES), dtype=np.float32)
+    offsets[OUTCOMES.index("6")] = 2.0
+    hot = simulate_from_the_start(fixture_simulator, match, fixture_tables.matches, n=8, levels={"1473439": offsets})
+    assert (hot["sim_sixes"] > per_innings["sim_sixes"] + 3).all()
 
 
 def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(fixture_simulator, fixture_tables, deliveries):

@@ -27,9 +27,10 @@ MEASURES = ("runs", "wickets", "fours", "sixes")
 
 
 def simulate_from_the_start(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None, n: int,
-                            seed: int = 0) -> pd.DataFrame:
+                            seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """One row per regular innings of `deliveries`: its real MEASURES and the mean and standard deviation of
-    n simulations of it from ball 0 (same batting order, bowlers by the rule, the chase's real target)."""
+    n simulations of it from ball 0 (same batting order, bowlers by the rule, the chase's real target). With
+    `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets, as the evaluation's do."""
     generator = torch.Generator().manual_seed(seed)
     d = deliveries[~deliveries["is_super_over"].astype(bool)]
     groups = list(d.groupby(["match_id", "innings"], sort=False, observed=True))
@@ -40,7 +41,7 @@ def simulate_from_the_start(sim: Simulator, deliveries: pd.DataFrame, matches: p
         target = float(first["target_runs"]) if pd.notna(first["target_runs"]) else None
         state = sim.start(setup, n, target)
         bowlers = BowlerChoice.for_innings(state, sim.usage, str(first["bowling_team"]), first["date"])
-        end = sim.roll(state, sim.new_caches(), bowlers, generator)
+        end = sim.for_match(levels, match_id).roll(state, sim.new_caches(), bowlers, generator)
         real = {"runs": inn["runs_total"].sum(), "wickets": inn["wicket_count"].sum(),
                 "fours": (inn["outcome"] == "4").sum(), "sixes": (inn["outcome"] == "6").sum()}
         row = {"match_id": str(match_id), "innings": int(innings), "season": int(first["season"]),

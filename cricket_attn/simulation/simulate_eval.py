@@ -93,7 +93,7 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
                     "even: drawing evenly among those who may bowl it):", checks.bowler_rule_fit(sim, shown, matches)),
     }
     if args.check_sims:
-        per_innings = checks.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed)
+        per_innings = checks.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed, levels)
         why["from_the_start"] = (f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
                                  "each, the chase with its real target):", checks.season_table(per_innings))
     if args.who_sims:
