@@ -4,6 +4,7 @@ progress, strike rotation, unknown players, bad files and models, and agreement 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -120,18 +121,20 @@ def test_probabilities_equal_the_evaluation_route(predicted, checkpoint, deliver
         assert np.abs(both[col] - both[f"{col}_eval"]).max() < 1e-6
 
 
+def predicted_with(checkpoint: str, tmp_path: Path, *options: str) -> pd.DataFrame:
+    """The fixture matches scored with `options`, the fixtures their earlier matches."""
+    out = tmp_path / f"{'_'.join(options)}.parquet"
+    run(parse_args(["--model", checkpoint, "--out", str(out), *options, "--history", str(FIXTURES), str(FIXTURES)]))
+    return pd.read_parquet(out)
+
+
 def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, deliveries, tmp_path):
     """--recent-level: every match after the model's training seasons moved by offsets learnt from the
     matches before it, the same as scoring all and moving each by `recent_offsets`; the first of them, and
     every match of the training seasons, as they were."""
     from cricket_attn.scoring.recent import recent_offsets, with_offsets
 
-    frames = {}
-    for level in ("0", "200"):
-        run(parse_args(["--model", checkpoint, "--out", str(tmp_path / f"{level}.parquet"), "--recent-level", level,
-                        "--history", str(FIXTURES), str(FIXTURES)]))
-        frames[level] = pd.read_parquet(tmp_path / f"{level}.parquet")
-    moved, plain = frames["200"], frames["0"]
+    moved, plain = (predicted_with(checkpoint, tmp_path, "--recent-level", level, "--no-form") for level in ("200", "0"))
     trained = load_trained(checkpoint)
     seasons = deliveries.groupby("match_id")["season"].first()
     later = seasons[seasons > trained.encoder.last_season]
@@ -146,6 +149,32 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
     expected = with_offsets(trained.score(deliveries), levels)
     keys = ["match_id", "innings", "delivery_index"]
     both = moved.merge(expected[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_direct"))
+    assert len(both) == len(expected)
+    assert max(np.abs(both[c] - both[f"{c}_direct"]).max() for c in PROB_COLUMNS) < 1e-6
+
+
+def test_players_form_tilts_each_match_by_the_matches_before_it(checkpoint, deliveries, tmp_path):
+    """--form: each ball of a match after the training seasons tilted by its batter's and bowler's form in the
+    matches before it, as `PlayerForm` gives it directly; the first of them and the training seasons' matches
+    as they were."""
+    from cricket_attn.scoring.form import PlayerForm
+    from cricket_attn.scoring.recent import balls_since
+
+    tilted, plain = (predicted_with(checkpoint, tmp_path, "--recent-level", "0", flag) for flag in ("--form", "--no-form"))
+    trained = load_trained(checkpoint)
+    seasons = deliveries.groupby("match_id")["season"].first()
+    later = seasons[seasons > trained.encoder.last_season]
+    dates = deliveries.groupby("match_id")["date"].first()
+    first_later = dates[later.index].idxmin()
+    changed = np.abs(tilted[list(PROB_COLUMNS)].to_numpy() - plain[list(PROB_COLUMNS)].to_numpy()).max(axis=1) > 1e-9
+    by_match = pd.Series(changed).groupby(tilted["match_id"].astype(str).to_numpy()).any()
+    assert not by_match[[m for m in seasons.index if m not in later.index]].any() and not by_match[first_later]
+    assert by_match[list(later.index)].any()  # (a match whose players played none before it stays as it was)
+    balls, match_dates = balls_since(trained.model, trained.encoder, deliveries)
+    scored = trained.score(deliveries)
+    expected = PlayerForm.from_scored(balls, match_dates).tilt(scored, dates)
+    keys = ["match_id", "innings", "delivery_index"]
+    both = tilted.merge(expected[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_direct"))
     assert len(both) == len(expected)
     assert max(np.abs(both[c] - both[f"{c}_direct"]).max() for c in PROB_COLUMNS) < 1e-6
 

@@ -26,7 +26,7 @@ from cricket_attn.data.features import innings_balls
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength, with_offsets
+from cricket_attn.scoring.recent import STRENGTH, since_training, strength, with_offsets
 from cricket_attn.data.sequences import UNK
 from cricket_attn.scoring.serving import TrainedModel, load_trained
 from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
@@ -185,9 +185,10 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
             frame.to_csv(tmp, index=False, float_format="%.9g")
 
 
-def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
+def scoring_parser(prog: str, description: str, history: str, recent_level: float,
+                   form: bool = False) -> argparse.ArgumentParser:
     """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off)."""
+    default strength for the league's recent level (0: off); `form`, whether players' form is on by default."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
@@ -199,6 +200,9 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
                    help="learn the league's level from the known matches (the sources and --history data) since the "
                    f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
                    f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
+    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=form,
+                   help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
+                   "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p
 
@@ -225,15 +229,19 @@ def run(args: argparse.Namespace) -> Summary:
         found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
             f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
-    if trained.encoder.history_balls or args.recent_level:  # earlier matches: the archive too
+    if trained.encoder.history_balls or args.recent_level or args.form:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
         known = known_deliveries(tables.deliveries, archive.deliveries)
     if trained.encoder.history_balls:  # players' histories, as in training
         trained.encoder.attach_histories(known)
     out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
-    if args.recent_level:
-        levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level, scored=out)
-        out = with_offsets(out, levels)
+    if args.recent_level or args.form:
+        levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form, scored=out)
+        if levels is not None:
+            out = with_offsets(out, levels)
+        if form is not None:
+            dates = known.groupby(known["match_id"].astype(str))["date"].first()
+            out = form.tilt(out, dates)
         out["expected_runs"] = out[list(PROB_COLUMNS)].to_numpy() @ OUTCOME_RUNS
     summary.skipped += left_out
     write_table(out, args.out)

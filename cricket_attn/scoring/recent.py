@@ -20,6 +20,7 @@ import torch
 from cricket_attn.data.deliveries import restore_types
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.scoring.probabilities import score_deliveries
 from cricket_attn.data.sequences import SequenceEncoder
 
@@ -98,14 +99,15 @@ def with_offsets(scored: pd.DataFrame, offsets: dict[str, np.ndarray]) -> pd.Dat
     return scored.assign(**{c: moved[:, i] for i, c in enumerate(PROB_COLUMNS)})
 
 
-def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                   strength: float = STRENGTH, scored: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
-    """By match_id (as text), the offsets of every match in `deliveries` played after the model's
-    training seasons, from the model's own predictions for the balls of those matches; the matches of
-    `scored` (balls the model has scored already) are not scored again."""
+def balls_since(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                scored: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.Series]:
+    """The model's scored balls of every match in `deliveries` played after its training seasons (match_id as
+    text, batter, bowler, outcome and the class probabilities), and those matches' dates by match_id; the
+    matches of `scored` (balls the model has scored already) are not scored again."""
     since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
+    columns = ["match_id", "batter", "bowler", "outcome", *PROB_COLUMNS]
     if since.empty:
-        return {}
+        return pd.DataFrame(columns=columns), pd.Series(dtype="datetime64[ns]")
     since = restore_types(since.reset_index(drop=True))  # a table joined from several (known_deliveries)
     since["match_id"] = since["match_id"].astype(str)
     dates = since.groupby("match_id")["date"].first()
@@ -116,6 +118,26 @@ def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncode
         since = since[~since["match_id"].isin(set(done["match_id"]))]
     if not since.empty:
         parts.append(score_deliveries(model, encoder, since.reset_index(drop=True)))
-    balls = pd.concat([p[["match_id", "outcome", *PROB_COLUMNS]].astype({"match_id": str}) for p in parts],
-                      ignore_index=True)
-    return match_offsets(balls, dates, strength)
+    balls = pd.concat([p[columns].astype({"match_id": str}) for p in parts], ignore_index=True)
+    return balls, dates
+
+
+def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                   strength: float = STRENGTH, scored: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+    """By match_id (as text), the offsets of every match in `deliveries` played after the model's
+    training seasons, from the model's own predictions for the balls of those matches (`balls_since`)."""
+    balls, dates = balls_since(model, encoder, deliveries, scored)
+    return match_offsets(balls, dates, strength) if len(balls) else {}
+
+
+def since_training(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
+                   strength: float, form: bool, scored: pd.DataFrame | None = None
+                   ) -> tuple[dict[str, np.ndarray] | None, PlayerForm | None]:
+    """What the matches of `deliveries` since the model's training seasons teach, from one scoring of their
+    balls: each match's class offsets (the league's recent level; None when `strength` is 0) and the
+    players' form (`cricket_attn.scoring.form`; None unless `form`)."""
+    if not strength and not form:
+        return None, None
+    balls, dates = balls_since(model, encoder, deliveries, scored)
+    levels = (match_offsets(balls, dates, strength) if len(balls) else {}) if strength else None
+    return levels, PlayerForm.from_scored(balls, dates) if form else None

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.model import CricketTransformer, Ensemble, KVCache
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState, side_histories
@@ -57,6 +59,9 @@ class Simulator:
     # some cold (the pitch, the conditions) beyond what each ball's distribution holds, with the same
     # distribution on average over z; 0: none.
     spread: float = 0.0
+    # Players' form since the training seasons (cricket_attn.scoring.form): each ball's distribution tilted by its
+    # batter's and bowler's form before the match's date; None: the model as it is.
+    form: PlayerForm | None = None
 
     def __post_init__(self):
         if self.encoder.first_innings:
@@ -68,16 +73,17 @@ class Simulator:
 
     @classmethod
     def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
-              known: pd.DataFrame, spread: float = SPREAD) -> Simulator:
+              known: pd.DataFrame, spread: float = SPREAD, form: PlayerForm | None = None) -> Simulator:
         """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
-        usage from all of them (each match reads only the matches before its own), and `spread`."""
+        usage from all of them (each match reads only the matches before its own), `spread` and `form`."""
         if encoder.history_balls and encoder.histories is None:
             encoder.attach_histories(known)  # each match reads only the matches before its own
         seasons = known["season"].between(encoder.first_season, encoder.last_season)
         if not seasons.any():
             raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
                              f"{encoder.last_season} to fit the scorebook on")
-        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread)
+        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread,
+                   form=form)
 
     def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
         """This simulator with the match's class offsets (`cricket_attn.scoring.recent.recent_offsets`), if `levels`
@@ -116,13 +122,36 @@ class Simulator:
             self.log_probs(batch, caches)
         return caches
 
-    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[KVCache]) -> torch.Tensor:
-        """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches."""
+    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[KVCache],
+                  shift: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches, moved by
+        the match's class offsets and each row's `shift` (B, classes), if any."""
         if isinstance(self.model, Ensemble):
             log_probs = self.model(batch, caches, last_only=True)[:, -1]
         else:
             log_probs = self.model(batch, caches[0], last_only=True)[:, -1].log_softmax(-1)
-        return log_probs if self.offsets is None else (log_probs + self.offsets).log_softmax(-1)
+        if self.offsets is not None:
+            log_probs = log_probs + self.offsets
+        if shift is not None:
+            log_probs = log_probs + shift
+        return log_probs if self.offsets is None and shift is None else log_probs.log_softmax(-1)
+
+    def form_offsets(self, state: InningsState) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(batting slots, classes) and (bowling slots, classes): what each slot's form adds to a ball's
+        log-probabilities, as of the match's date (none for the slots that fill a short side); None without
+        `form`."""
+        if self.form is None:
+            return None
+        setup = state.setup
+        if setup.date is None:
+            raise ValueError("players' form needs the match's date (InningsSetup.date)")
+        out = []
+        for role, side, slots in (("batter", setup.batting, len(state.batter_ids)),
+                                  ("bowler", setup.bowling, len(state.bowler_ids))):
+            offsets = torch.zeros(slots, len(OUTCOMES))
+            offsets[:len(side)] = torch.as_tensor(self.form.offsets(role, side, setup.date), dtype=torch.float32)
+            out.append(offsets)
+        return out[0], out[1]
 
     def innings_draws(self, n: int, generator: torch.Generator | None) -> torch.Tensor | None:
         """(n,) each simulated innings' own z ~ N(0, spread^2), or None without a spread."""
@@ -168,6 +197,7 @@ class Simulator:
         by_slot = all([m.cache_rates(c, *state.rates()) for m, c in zip(self.members, caches)])
         z = self.innings_draws(n, generator)
         u = None if z is None else self.run_direction()  # once per roll, not per ball
+        form = self.form_offsets(state)
         alive = torch.arange(n)  # each row's simulation
         ended = torch.zeros(n, dtype=torch.bool)  # rows whose innings is over (their ends are kept)
         finals = []  # with keep_states: (simulations, their final states)
@@ -203,7 +233,8 @@ class Simulator:
             if bool(new_over.any()):
                 state.end_over(new_over)
                 state.start_over(bowlers.choose(state, generator), new_over)
-            probs = self.log_probs(state.inputs(by_slot), caches).exp()
+            shift = None if form is None else form[0][state.striker] + form[1][state.bowler]
+            probs = self.log_probs(state.inputs(by_slot), caches, shift).exp()
             if z is not None:
                 probs = self.tilt(probs, z, u)
             outcome = torch.multinomial(probs, 1, generator=generator)[:, 0]

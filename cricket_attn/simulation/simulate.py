@@ -27,7 +27,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.scoring.predict import check_out_path, command, scoring_parser, unknown_players, write_table
-from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength
+from cricket_attn.scoring.recent import STRENGTH, since_training, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
                                           project_match)
@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> Summary:
                          f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries")
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
-    sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread)
     torch.set_grad_enabled(False)
-    levels = recent_offsets(trained.model, trained.encoder, known, args.recent_level) if args.recent_level else None
+    levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form)
+    sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread, form)
     frames = []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
     for match_id, match in progress.track(groups, "simulating matches", unit="match"):

@@ -25,7 +25,7 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.metrics import markdown_table, save_figure
-from cricket_attn.scoring.recent import STRENGTH, recent_offsets, strength
+from cricket_attn.scoring.recent import STRENGTH, since_training, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation import checks
 from cricket_attn.simulation.evaluation import evaluate
@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
                    help="learn the league's level from the matches since the model's training seasons played before "
                    "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
+    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
+                   help="tilt each simulated ball by its batter's and bowler's form in the matches since the model's "
+                   "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
     p.add_argument("--data", default="ipl")
     p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
@@ -118,8 +121,6 @@ def run(args: argparse.Namespace) -> str:
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     tables = load_tables(args.sources, phases, project_path(cfg.data_dir))
     d = tables.deliveries
-    # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
-    sim = Simulator.build(trained.model, trained.encoder, phases, d, args.spread)
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
     if not test_ids:
         raise ValueError(f"--test {args.test}: no matches of these seasons in the data")
@@ -127,7 +128,9 @@ def run(args: argparse.Namespace) -> str:
         test_ids = test_ids[:args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
     torch.set_grad_enabled(False)
-    levels = recent_offsets(trained.model, trained.encoder, d, args.recent_level) if args.recent_level else None
+    levels, form = since_training(trained.model, trained.encoder, d, args.recent_level, args.form)
+    # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
+    sim = Simulator.build(trained.model, trained.encoder, phases, d, args.spread, form)
     result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed, levels)
     why = causes(sim, d, tables.matches, args, levels)
     out = args.out
@@ -137,7 +140,7 @@ def run(args: argparse.Namespace) -> str:
         f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
         f"{result['no_result_matches']} without a result left out)"
         + (f"; the league's recent level learnt with strength {args.recent_level:g}" if levels else "")
-        + f"; innings-level spread {args.spread:g}.",
+        + f"; innings-level spread {args.spread:g}" + ("; players' form" if sim.form else "") + ".",
         "Chase win probability:\n\n" + markdown_table(result["win"], 4),
         "First-innings total:\n\n" + markdown_table(result["totals"], 3),
         "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
@@ -179,7 +182,8 @@ def run(args: argparse.Namespace) -> str:
         client.log_metric(run_id, name, float(value))
     tracking.log_params(uri, run_id, {"sims": str(args.sims), "train_until": str(args.train_until),
                                       "test": ",".join(map(str, args.test)), "seed": str(args.seed),
-                                      "recent_level": str(args.recent_level), "spread": str(args.spread)})
+                                      "recent_level": str(args.recent_level), "spread": str(args.spread),
+                                      "form": str(args.form)})
     client.log_artifact(run_id, str(out / "simulation.md"))
     for picture in pictures:
         client.log_artifact(run_id, str(picture), "pictures")
