@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
+import torch
 
 from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import class_frequencies
-import torch
-
+from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.simulation.checks import (WAYS, bowler_rule_fit, class_values, per_ball_levels, real_bowlers,
                                             real_order, season_table, simulate_from_the_start, who_plays,
                                             who_plays_table)
@@ -36,6 +39,15 @@ def test_per_ball_levels_compare_real_balls_with_the_models_expectation(fixture_
     shares = class_frequencies(train).to_numpy()
     assert np.allclose(levels["model_runs"], shares @ values["runs"].to_numpy(), atol=0.05)
     assert np.allclose(levels["model_wickets"], shares @ values["wickets"].to_numpy(), atol=0.01)
+    # With the simulator's players' form (every batter of a later match out of form for wickets), as simulated.
+    later = test[test["season"] > fixture_simulator.encoder.last_season]
+    table = pd.DataFrame({"role": "batter", "player": later["batter"].astype(str).unique(), "match_id": "earlier",
+                          "date": pd.Timestamp(later["date"].min()) - pd.Timedelta(days=1), "n": 30, "runs": 0.0,
+                          "wicket": 3.0})
+    cold = per_ball_levels(replace(fixture_simulator, form=PlayerForm(table, balls=30.0, weights=(0.0, 10.0, 0.0, 0.0))),
+                           later, train)
+    plain = per_ball_levels(fixture_simulator, later, train)
+    assert (cold["model_wickets"] > plain["model_wickets"] + 0.01).all() and np.allclose(cold["real_runs"], plain["real_runs"])
 
 
 def test_the_bowler_rule_is_scored_on_every_over_after_the_first(fixture_simulator, fixture_tables, deliveries):

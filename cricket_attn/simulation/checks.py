@@ -97,13 +97,15 @@ def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFram
     expectation for the same deliveries, each predicted from the real balls before it and valued by the
     training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
     times the mean deliveries of an innings. With `levels` (cricket_attn.scoring.recent), the matches it has take
-    their class offsets, as the simulations do."""
+    their class offsets, and with the simulator's players' form each ball its players' tilt, as the simulations do."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     scored = score_deliveries(sim.model, sim.encoder, d)
     if len(scored) != len(d):
         raise ValueError(f"{len(d) - len(scored)} deliveries were not scored (longer than the model's sequences)")
     if levels:
         scored = with_offsets(scored, levels)
+    if sim.form is not None:
+        scored = sim.form.tilt(scored, d.groupby(d["match_id"].astype(str))["date"].first())
     values = class_values(train)
     probs = scored[list(PROB_COLUMNS)].to_numpy()
     frame = pd.DataFrame({"season": d["season"].to_numpy(), "chase": d["target_runs"].notna().to_numpy(),
