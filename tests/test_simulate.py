@@ -52,6 +52,17 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     unmoved = pd.read_parquet(plain)
     assert unmoved["win_probability"].between(0, 1).all() and len(unmoved) == len(live_rows)
     assert not unmoved["projected_total"].equals(live_rows["projected_total"].reset_index(drop=True))
+    # With players' form from the known matches since training (a 2026 match: its sides played in 2025), on
+    # the same seed, they move too.
+    later = tmp_path / "later" / "1527675.json"
+    later.parent.mkdir()
+    shutil.copy(FIXTURES / "1527675.json", later)
+    frames = {}
+    for flag in ("--form", "--no-form"):
+        run(args(checkpoint, tmp_path / f"{flag}.parquet", later, sims=2, extra=(flag,)))
+        frames[flag] = pd.read_parquet(tmp_path / f"{flag}.parquet")
+    assert frames["--form"]["win_probability"].between(0, 1).all() and len(frames["--form"]) == len(frames["--no-form"])
+    assert not frames["--form"]["projected_total"].equals(frames["--no-form"]["projected_total"])
 
 
 def edited(folder, match_id, edit, name=None):

@@ -185,10 +185,9 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
             frame.to_csv(tmp, index=False, float_format="%.9g")
 
 
-def scoring_parser(prog: str, description: str, history: str, recent_level: float,
-                   form: bool = False) -> argparse.ArgumentParser:
+def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
     """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off); `form`, whether players' form is on by default."""
+    default strength for the league's recent level (0: off)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
@@ -200,7 +199,7 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
                    help="learn the league's level from the known matches (the sources and --history data) since the "
                    f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
                    f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
-    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=form,
+    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
                    help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
                    "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
