@@ -12,7 +12,7 @@ import pytest
 from cricket_attn.simulation.simulate import main, parse_args, run
 from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
 from tests.conftest import FIXTURES
-from tests.test_predict import LIVE_MATCH, live_copy
+from tests.scoring.test_predict import LIVE_MATCH, live_copy
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cricket_attn.data.teacher import out_of_fold_probabilities, teacher_probabilities
-from tests.test_datamodule import make
+from tests.data.test_datamodule import make
 
 SMALL = dict(learning_rate=0.1, max_iter=20, min_samples_leaf=20, early_stopping=False)
 
