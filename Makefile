@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 # Everything lands in mlflow.db at the project root (artifacts in mlartifacts/ beside it): `make dashboard`.
 main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
-	$(PY) -m cricket_attn.data.checks
+	$(PY) -m cricket_attn.data.official_results
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
 
@@ -51,3 +51,4 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/first_epoch.py
 	$(PY) benchmarks/train_speed.py
 	$(PY) benchmarks/predict_speed.py
+	$(PY) benchmarks/simulate_speed.py

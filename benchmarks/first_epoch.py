@@ -17,14 +17,14 @@ import time
 
 import pytorch_lightning as pl
 import torch
+from machine import cpu
 from omegaconf import OmegaConf
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.training.lit_module import BallOutcomeModule
 from cricket_attn.data.sources import default_archive
-from machine import cpu
+from cricket_attn.training.lit_module import BallOutcomeModule
 
 
 def stages(history_balls: int, first_innings: bool) -> dict[str, float]:

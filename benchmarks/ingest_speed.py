@@ -13,10 +13,11 @@ import sys
 import tempfile
 import time
 
+from machine import cpu
+
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.sources import default_archive, iter_match_files
-from machine import cpu
 
 
 def timed(fn, repeat: int) -> list[float]:

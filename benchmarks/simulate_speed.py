@@ -1,6 +1,6 @@
 """Simulation speed: simulated balls per second, the KV cache against recomputing, in one run.
 
-    python benchmarks/simulate_speed.py --model outputs/.../checkpoints/refit/calibrated.ckpt
+    python benchmarks/simulate_speed.py   # the latest transformer run's model, or --model CHECKPOINT
     python benchmarks/simulate_speed.py --model ... --sims 1000 --device cuda
 
 1. The model alone, one member and the whole model: N innings stepped ball by ball for 120 balls, feeding
@@ -17,15 +17,17 @@ import os
 import time
 
 import torch
+from machine import cpu
 
-from cricket_attn.config import load_data_config, project_path
+from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.model import Ensemble, KVCache
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup
-from machine import cpu
+from cricket_attn.tracking import latest_transformer_run
+from cricket_attn.tracking import latest_transformer_run
 
 
 def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: bool) -> float:
@@ -45,7 +47,7 @@ def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: boo
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--model", required=True, help="checkpoint or MLflow model URI")
+    p.add_argument("--model", help="checkpoint or MLflow model URI (default: the latest transformer run's checkpoint)")
     p.add_argument("--sims", type=int, default=1000, help="innings simulated at once")
     p.add_argument("--match", default="1473438", help="a 2025 match whose first innings is simulated")
     p.add_argument("--device", default="cpu")
@@ -54,7 +56,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     device = torch.device(args.device)
-    trained = load_trained(args.model)
+    trained = load_trained(args.model or latest_transformer_run(DEFAULT_TRACKING_URI).data.tags["checkpoint"])
     model = trained.model.to(device).eval()
     members = list(model.members) if isinstance(model, Ensemble) else [model]
     cfg = load_data_config("ipl")

@@ -24,11 +24,11 @@ import hydra
 import pytorch_lightning as pl
 import torch
 from hydra import compose, initialize_config_dir
+from machine import cpu
 from omegaconf import OmegaConf
 
 from cricket_attn.config import CONF_DIR
 from cricket_attn.training.lit_module import BallOutcomeModule
-from machine import cpu
 
 
 def variants(args) -> dict[str, list[str]]:

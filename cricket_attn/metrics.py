@@ -14,14 +14,11 @@ import pandas as pd
 import torch
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import OUTCOMES
 
 PROB_COLUMNS = tuple(f"p_{name}" for name in OUTCOMES)  # p_dot, p_1, ..., p_bye, in class order
 KEY_COLUMNS = ("match_id", "innings", "delivery_index")
 ECE_BINS = 15
-# Runs each outcome is worth to the batting side, for the expected runs of a ball. Wides and no-balls
-# count their one-run penalty; byes count one (the commonest).
-OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
 
 
 def labels_of(frame: pd.DataFrame) -> np.ndarray:
@@ -154,6 +151,33 @@ def paired_by_state(model: pd.DataFrame, reference: pd.DataFrame, state: pd.Data
             rows.append({"state": title, "bin": str(name),
                          **match_bootstrap(part["diff"].to_numpy(), part["match_id"], n_boot, seed)})
     return pd.DataFrame(rows)
+
+
+def binary_brier(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each forecast's squared error: a probability p of an event (a chase won) that happened (y = 1) or not."""
+    return (p - y) ** 2
+
+
+def binary_log_loss(p: np.ndarray, y: np.ndarray, floor: float) -> np.ndarray:
+    """Each forecast's log loss, with p clipped to [floor, 1 - floor]."""
+    p = np.clip(p, floor, 1 - floor)  # a Monte Carlo 0 or 1: the simulator passes half a simulation
+    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
+
+
+def binary_ece(p: np.ndarray, y: np.ndarray, bins: int) -> float:
+    """Expected calibration error of the probability of an event: the share-weighted gap between the mean forecast
+    and the observed win rate in equal-width bins."""
+    b = np.clip((p * bins).astype(int), 0, bins - 1)
+    gap = sum(abs(p[b == k].mean() - y[b == k].mean()) * (b == k).sum() for k in range(bins) if (b == k).any())
+    return float(gap / len(p))
+
+
+def binary_reliability(p: np.ndarray, y: np.ndarray, bins: int) -> pd.DataFrame:
+    """Per equal-width bin of forecasts: the mean forecast, the observed rate and the number of states."""
+    b = np.clip((p * bins).astype(int), 0, bins - 1)
+    return (pd.DataFrame({"bin": b, "forecast": p, "observed": y}).groupby("bin")
+            .agg(forecast=("forecast", "mean"), observed=("observed", "mean"), states=("observed", "size"))
+            .reset_index())
 
 
 def reliability_table(frame: pd.DataFrame, n_bins: int = ECE_BINS) -> pd.DataFrame:

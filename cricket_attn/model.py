@@ -14,15 +14,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from cricket_attn.laws import N_OUTCOMES
+
 POSITIONAL_PARTS = ("absolute", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls")
-N_OUTCOMES = 10
-START_OF_INNINGS = N_OUTCOMES  # the "previous outcome" of an innings' first ball
-N_INNINGS_MARKERS = 3  # first innings, chase, super over
-SEASON_EFFECTS = ("none", "bias", "embedding")
-NUMERIC_EMBEDDINGS = ("mlp", "periodic", "bins")
-# Settings measured worse in the attention ablation (docs/experiments.md, 2026-11-23) and taken out: the
-# value a checkpoint of an earlier version holds for each (its default then) still loads.
-REMOVED = {"positional_combine": "concat", "absolute_position": "sinusoidal", "relative_position": "none"}
+# The innings a ball belongs to: 0 the first, 1 the chase. The table has a third row, never read (super
+# overs are not modelled): dropping it would change the random initialisation of every default model.
+N_INNINGS_MARKERS = 3
+NUMERIC_EMBEDDINGS = ("mlp", "bins")
 
 
 class ConfigError(ValueError):
@@ -35,7 +33,6 @@ class ModelConfig:
     n_batters: int  # vocabulary sizes, <unk> included
     n_bowlers: int
     n_venues: int
-    n_seasons: int = 1  # training seasons, oldest first; later seasons share the last one's slot
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
@@ -56,21 +53,14 @@ class ModelConfig:
     # earlier matches (given by the data encoder, `data.history_balls`); 0 for none.
     history_balls: int = 0
     history_age_buckets: int = 16  # how long ago a history ball was, in log2(days) buckets (given by the encoder)
-    # How a ball reads a history: "cross", each ball's own query attends to its player's history; "pooled",
-    # a learned query per head sums up each player's history once per innings, and a ball takes its player's.
-    history_reader: str = "cross"
     history_roles: tuple[str, ...] = ("batter", "bowler")  # whose histories the model reads (the data gives both)
     # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
     first_innings: bool = False
-    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, "bins" (piecewise linear), or "periodic"
-    numeric_hidden: int | None = None  # mlp and bins: hidden width of the MLP into d_model (None: d_model)
-    numeric_frequencies: int = 8  # periodic: learned frequencies per feature
-    numeric_dim: int = 8  # periodic: width of each feature's embedding before the projection
-    numeric_sigma: float = 1.0  # periodic: spread of the initial frequencies (features are standardised)
+    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, or "bins" (piecewise linear)
+    numeric_hidden: int | None = None  # hidden width of the MLP into d_model (None: d_model)
     numeric_bins: int = 16  # bins: piecewise-linear pieces per feature, between training quantiles
     # bins: each feature's training quantiles at levels 0, 1/Q, ..., 1 (from the data encoder)
     numeric_quantiles: list[list[float]] | None = None
-    season_effect: str = "none"  # "bias": a learned outcome bias per season; "embedding": a season vector in the input
     n_classes: int = N_OUTCOMES
     temperature: float = 1.0  # divides the logits outside training; fitted on validation (calibration)
 
@@ -85,14 +75,12 @@ class ModelConfig:
             raise ConfigError(f"the sinusoidal part needs an even width, got model.positional_dim={self.positional_dim}")
         if self.history_balls < 0:
             raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
-        if self.history_reader not in ("cross", "pooled"):
-            raise ConfigError(f"model.history_reader must be 'cross' or 'pooled', got {self.history_reader!r}")
         self.history_roles = tuple(self.history_roles)
         if not self.history_roles or not set(self.history_roles) <= {"batter", "bowler"}:
             raise ConfigError(f"model.history_roles must name batter, bowler or both, got {list(self.history_roles)}")
         if self.context is not None and self.context < 0:
             raise ConfigError(f"model.context must be null (all earlier balls) or at least 0, got {self.context}")
-        for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "n_seasons", "max_len"):
+        for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "max_len"):
             if getattr(self, f) < 1:
                 raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
         if self.numeric_embedding not in NUMERIC_EMBEDDINGS:
@@ -108,8 +96,6 @@ class ModelConfig:
             if len(self.numeric_quantiles) != self.n_numeric or self.numeric_bins < 1 or levels % self.numeric_bins:
                 raise ConfigError(f"model.numeric_bins={self.numeric_bins} must divide the {levels} quantile steps "
                                   f"given for each of the {self.n_numeric} numeric features")
-        if self.season_effect not in SEASON_EFFECTS:
-            raise ConfigError(f"model.season_effect must be one of {list(SEASON_EFFECTS)}, got {self.season_effect!r}")
         if not self.temperature > 0:
             raise ConfigError(f"model.temperature must be positive, got {self.temperature}")
         if not 0 <= self.dropout < 1 or not 0 <= self.entity_dropout < 1:
@@ -122,11 +108,6 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
-        gone = {k: v for k, v in d.items() if k in REMOVED and v != REMOVED[k]}
-        if gone:
-            raise ConfigError(f"model setting(s) {gone}: taken out after the attention ablation measured them worse "
-                              "(docs/experiments.md); only " + ", ".join(f"{k}={v}" for k, v in REMOVED.items()) + " remain")
-        d = {k: v for k, v in d.items() if k not in REMOVED}
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"unknown model setting(s): {unknown}")
@@ -172,27 +153,6 @@ class CricketPositionalEncoding(nn.Module):
         return self.proj(torch.cat(out, dim=-1))  # (B, T, C)
 
 
-class PeriodicNumericEmbedding(nn.Module):
-    """Each numeric feature embedded on its own, x -> ReLU(W_f [cos(2 pi c_f x), sin(2 pi c_f x)]) with
-    learned frequencies c_f, then all features concatenated and projected to d_model. Lets the model
-    draw sharp lines (wickets in hand, balls left) that one MLP over standardised inputs smooths over
-    (Gorishniy et al. 2022, "On Embeddings for Numerical Features in Tabular Deep Learning")."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        n, k, dim = cfg.n_numeric, cfg.numeric_frequencies, cfg.numeric_dim
-        self.frequencies = nn.Parameter(torch.randn(n, k) * cfg.numeric_sigma)
-        self.weight = nn.Parameter(torch.randn(n, 2 * k, dim) / math.sqrt(2 * k))
-        self.bias = nn.Parameter(torch.zeros(n, dim))
-        self.proj = nn.Linear(n * dim, cfg.d_model)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        angle = 2 * math.pi * self.frequencies * x[..., None]  # (B, T, F, k)
-        waves = torch.cat([torch.cos(angle), torch.sin(angle)], dim=-1)  # (B, T, F, 2k)
-        h = F.relu(torch.einsum("btfk,fkd->btfd", waves, self.weight) + self.bias)  # (B, T, F, dim)
-        return self.proj(h.flatten(-2))  # (B, T, C)
-
-
 def numeric_mlp(n_inputs: int, cfg: ModelConfig) -> nn.Sequential:
     hidden = cfg.numeric_hidden or cfg.d_model
     return nn.Sequential(nn.Linear(n_inputs, hidden), nn.GELU(), nn.Linear(hidden, cfg.d_model))
@@ -223,7 +183,7 @@ class PiecewiseLinearEmbedding(nn.Module):
         k = x.size(-1)
         return torch.addcmul(self.shift[start:start + k], x[..., None], self.scale[start:start + k]).clamp_(0, 1)
 
-    def share(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def first_layer(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """(..., hidden): the MLP's first layer's share, bias left out, of features start, ..., start + k - 1
         at values x (..., k). The layer reads each feature's [value, ramps...]; it is applied to the values
         and to the ramps separately, which spares copying both into one tensor."""
@@ -233,44 +193,29 @@ class PiecewiseLinearEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, rest: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, F) -> (B, T, C). With `rest` (B, T, hidden), x holds only the first features and `rest`
-        is the others' share (`share`), computed beforehand for values that do not change (simulation)."""
-        h = self.share(x) + self.mlp[0].bias
+        is the others' share (`first_layer`), computed beforehand for values that do not change (simulation)."""
+        h = self.first_layer(x) + self.mlp[0].bias
         return self.mlp[1:](h if rest is None else h + rest)  # (B, T, C)
 
 
-@dataclass
-class SharedBalls:
-    """Balls many rows of a cache have in common (simulation: the real balls before a state), held once:
-    per layer their keys and values (H, S, hd), and for each row how many of them, from the first, it has
-    seen (B,)."""
-
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
-    seen: torch.Tensor
-
-
 class KVCache:
-    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. With
-    `shared`, each row's balls begin with the first `seen` of balls that all rows share, held once, and the
-    row's own balls follow."""
+    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. Caches that
+    keep some balls or inputs elsewhere (`shared_cache.SimulationCache`) override `attend` and `embed_numeric`."""
 
     def __init__(self, n_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, own balls, hd)
+        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, balls, hd)
         self.values: list[torch.Tensor | None] = [None] * n_layers
         self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers  # with room to grow
-        self.shared: SharedBalls | None = None
         self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
-        # What every row shares within one innings (simulation: the player slots' rates, `cache_rates`)
-        self.innings: dict[str, tuple[torch.Tensor, ...]] = {}
 
     @property
     def length(self) -> int:
-        """Each row's own balls (after the shared ones)."""
+        """The balls each row holds in `keys` and `values`."""
         return 0 if self.keys[0] is None else self.keys[0].size(2)
 
     def balls(self) -> torch.Tensor | int:
-        """The balls each row has seen: (B,) with shared balls, else the length."""
-        return self.length if self.shared is None else self.shared.seen + self.length
+        """The balls each row has seen."""
+        return self.length
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
@@ -287,30 +232,13 @@ class KVCache:
         self.keys[layer], self.values[layer] = buffers[0][:, :, :used + T], buffers[1][:, :, :used + T]
         return self.keys[layer], self.values[layer]
 
-    def rows(self, index: torch.Tensor) -> KVCache:
-        """These batch rows, in this order; an index may repeat a row. Shared balls stay shared, and so does a
-        context of one row (every row's)."""
-        out = self._map(lambda x: x[index], lambda x: x if x.size(0) == 1 else x[index])
-        if self.shared is not None:
-            out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.seen[index])
-        return out
+    def attend(self, attention: CausalSelfAttention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               weights: list | None) -> torch.Tensor:
+        """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`)."""
+        return attention.attend(q, k, v, weights)
 
-    def share(self, seen: torch.Tensor) -> KVCache:
-        """From a one-row cache, one row per entry of `seen` (R,), each row the cache as it was after that
-        many balls; the balls are held once, not copied per row (one innings, many simulations)."""
-        if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
-            raise ValueError("share() takes a cache of one row of balls of its own")
-        out = self._map(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x)  # the context stays one row
-        out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], seen)
-        return out
-
-    def _map(self, per_layer, context) -> KVCache:
-        out = KVCache(len(self.keys))
-        out.keys = [None if k is None else per_layer(k) for k in self.keys]
-        out.values = [None if v is None else per_layer(v) for v in self.values]
-        out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
-        out.innings = self.innings
-        return out
+    def embed_numeric(self, embedding: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return embedding(batch["numeric"])
 
 
 class CausalSelfAttention(nn.Module):
@@ -343,50 +271,32 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
-        if cache is not None:
+        if cache is None:
+            y = self.attend(q, k, v, weights)
+        else:
             k, v = cache.update(layer, k, v)  # (B, H, past + T, hd)
-        if cache is not None and cache.shared is not None:
-            if weights is not None:
-                raise ValueError("attention weights come from a cache without shared balls")
-            y = self.attend_shared(q, k, v, cache.shared, layer)
-            return self.resid_dropout(self.out(y.transpose(1, 2).contiguous().view(B, T, C)))
-        past, S = k.size(2) - T, k.size(2)
-        mask = None
+            y = cache.attend(self, layer, q, k, v, weights)
+        return self.resid_dropout(self.out(y.transpose(1, 2).contiguous().view(B, T, C)))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: list | None = None) -> torch.Tensor:
+        """The queries of the last T balls (B, H, T, hd) over the keys and values of all S balls so far:
+        (B, H, T, hd)."""
+        T, S = q.size(2), k.size(2)
+        past, mask = S - T, None
         if not ((past == 0 or T == 1) and self.context is None):
-            places = torch.arange(S, device=x.device)
+            places = torch.arange(S, device=q.device)
             mask = self.mask(places[past:], places)
         dropout = self.dropout if self.training else 0.0
         if weights is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
             if mask is None:
-                mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(past)
+                mask = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(past)
             w = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             weights.append(w)
-            y = F.dropout(w, dropout) @ v
-        elif mask is None:  # causal, or one new ball that sees all the cache
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=T > 1)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.out(y))
-
-    def attend_shared(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shared: SharedBalls,
-                      layer: int) -> torch.Tensor:
-        """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
-        shared keys and values are read once for all rows, as one matrix product per head, not once per
-        row; the two parts' scores join in one softmax. (B, H, T, hd)."""
-        B, H, T, hd = q.shape
-        S, own = shared.keys[layer].size(1), k.size(2)
-        flat = q.transpose(0, 1).reshape(H, B * T, hd)
-        scores = torch.cat([(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1),
-                            q @ k.transpose(-2, -1)], dim=-1) / math.sqrt(hd)  # (B, H, T, S + own)
-        seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
-        k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
-        held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
-        mask = self.mask(seen + places[own - T:own], k_place, held)
-        w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, own], dim=-1)
-        from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
-        return from_shared.transpose(0, 1) + w_own @ v
+            return F.dropout(w, dropout) @ v
+        if mask is None:  # causal, or one new ball that sees all the cache
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=T > 1)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
 
 
 class ContextAttention(nn.Module):
@@ -396,15 +306,11 @@ class ContextAttention(nn.Module):
     bowler bowled to, the batter of a first-innings ball), its phase, when (log2 days ago for a history,
     the over for the first innings) and its place in the context. A learned "nothing" key lets a ball look
     nowhere, so a debutant's ball, or a first innings' ball, reads nothing. The context does not change
-    within an innings: its keys and values are computed once per innings and kept in the KV cache.
+    within an innings: its keys and values are computed once per innings and kept in the KV cache."""
 
-    `pooled`: instead of each ball's own query, one learned query per head reads each set, so a set is
-    summed up once per innings whatever the ball's state, and a ball takes its own set's summary (attention
-    pooling: the history as a profile of the player rather than something the ball asks of)."""
-
-    def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int, pooled: bool = False):
+    def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int):
         super().__init__()
-        self.name, self.n_heads, self.pooled = name, cfg.n_heads, pooled
+        self.name, self.n_heads = name, cfg.n_heads
         self.outcome = nn.Embedding(N_OUTCOMES + 1, cfg.d_model)  # + an empty slot
         self.phase = nn.Embedding(3, cfg.d_model)
         self.when = nn.Embedding(n_when, cfg.d_model)
@@ -414,8 +320,6 @@ class ContextAttention(nn.Module):
         self.q = nn.Linear(cfg.d_model, cfg.d_model)
         self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model)
         self.none = nn.Parameter(torch.zeros(2, cfg.d_model))  # the "nothing" key and value
-        if pooled:
-            self.summary = nn.Parameter(0.02 * torch.randn(cfg.n_heads, cfg.d_model // cfg.n_heads))
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
     def keys_values(self, context: torch.Tensor, players: nn.Embedding) -> tuple[torch.Tensor, ...]:
@@ -443,13 +347,8 @@ class ContextAttention(nn.Module):
             parts = cache.contexts[self.name]
         else:
             parts = self.keys_values(context, players)
-            if self.pooled:
-                parts = (self.sets(*parts, n_sets=context.size(1)),)
             if cache is not None:
                 cache.contexts[self.name] = parts
-        if self.pooled:
-            (summaries,) = parts  # (B, P, C), or (1, P, C) shared by every row
-            return summaries.expand(B, -1, -1).gather(1, slot[:, :, None].expand(B, T, C))
         k, v, owner, seen = parts
         mask = (slot[:, :, None] == owner[:, None, :]) & seen[:, None, :]  # (B, T, P * (K + 1))
         q = self.q(self.ln_ball(x)).view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
@@ -459,15 +358,6 @@ class ContextAttention(nn.Module):
             return self.out(y.view(self.n_heads, B, T, -1).permute(1, 2, 0, 3).reshape(B, T, C))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
-
-    def sets(self, k: torch.Tensor, v: torch.Tensor, owner: torch.Tensor, seen: torch.Tensor,
-             n_sets: int) -> torch.Tensor:
-        """Each set summed up by the learned query: (B, P, C)."""
-        B, H, _, hd = k.shape
-        q = self.summary[None, :, None, :].expand(B, H, n_sets, hd)
-        mask = (torch.arange(n_sets, device=k.device)[None, :, None] == owner[:, None, :]) & seen[:, None, :]
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])  # (B, H, P, hd)
-        return self.out(y.transpose(1, 2).reshape(B, n_sets, H * hd))
 
 
 class MLP(nn.Module):
@@ -503,22 +393,15 @@ class CricketTransformer(nn.Module):
         self.batter = nn.Embedding(cfg.n_batters, cfg.d_model)
         self.bowler = nn.Embedding(cfg.n_bowlers, cfg.d_model)
         self.venue = nn.Embedding(cfg.n_venues, cfg.d_model)
-        # Scoring drifts season by season (sixes 4.8% of balls in 2008-2023, 7.8% in 2025-26): a season
-        # term gives each training season's level its own place, and unseen seasons take the latest one's.
-        if cfg.season_effect == "embedding":
-            self.season = nn.Embedding(cfg.n_seasons, cfg.d_model)
-        if cfg.numeric_embedding == "periodic":
-            self.numeric = PeriodicNumericEmbedding(cfg)
-        elif cfg.numeric_embedding == "bins":
+        if cfg.numeric_embedding == "bins":
             self.numeric = PiecewiseLinearEmbedding(cfg)
         else:
             self.numeric = numeric_mlp(cfg.n_numeric, cfg)
         self.position = CricketPositionalEncoding(cfg)
         if cfg.history_balls:
-            pooled = cfg.history_reader == "pooled"
             for role in cfg.history_roles:
                 name = f"{role}_history"
-                setattr(self, name, ContextAttention(cfg, name, cfg.history_balls, cfg.history_age_buckets, pooled))
+                setattr(self, name, ContextAttention(cfg, name, cfg.history_balls, cfg.history_age_buckets))
         if cfg.first_innings:
             self.first_innings = ContextAttention(cfg, "first_innings", cfg.max_len, cfg.max_overs)
         self.drop = nn.Dropout(cfg.dropout)
@@ -526,9 +409,6 @@ class CricketTransformer(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
         self.apply(self._init_weights)
-        if cfg.season_effect == "bias":
-            self.season_bias = nn.Embedding(cfg.n_seasons, cfg.n_classes)
-            nn.init.zeros_(self.season_bias.weight)  # starts as the shared head bias
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -543,28 +423,6 @@ class CricketTransformer(nn.Module):
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
-    def cache_rates(self, cache: KVCache, batter: torch.Tensor, bowler: torch.Tensor, venue: torch.Tensor) -> bool:
-        """For simulation: the numeric features end with the striker's, the bowler's and the venue's rates,
-        which within an innings depend only on who bats and bowls. Given every batting slot's (slots, k) and
-        bowling slot's rates and the venue's (k,), standardised, their share of the numeric layer goes into
-        `cache` once; a batch then carries the match state alone as `numeric`, and `rate_slots` (B, T, 2): the
-        striker's batting slot and the bowler's bowling slot. False (nothing cached) for a numeric layer that
-        cannot be split."""
-        if not isinstance(self.numeric, PiecewiseLinearEmbedding):
-            return False
-        start = self.cfg.n_numeric - batter.size(-1) - bowler.size(-1) - venue.size(-1)
-        rates = (self.numeric.share(batter, start), self.numeric.share(bowler, start + batter.size(-1)),
-                 self.numeric.share(venue, start + batter.size(-1) + bowler.size(-1)))
-        cache.innings = {**cache.innings, "rates": rates}  # a new dict: caches cut from this one keep theirs
-        return True
-
-    def _numeric(self, batch: dict[str, torch.Tensor], cache: KVCache | None) -> torch.Tensor:
-        if "rate_slots" not in batch:
-            return self.numeric(batch["numeric"])
-        batter, bowler, venue = cache.innings["rates"]  # (slots, hidden), (slots, hidden), (hidden,)
-        striker, bowling = batch["rate_slots"].unbind(-1)
-        return self.numeric(batch["numeric"], batter[striker] + bowler[bowling] + venue)
-
     def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
                 last_only: bool = False, attention: list | None = None) -> torch.Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
@@ -574,12 +432,10 @@ class CricketTransformer(nn.Module):
         past = 0 if cache is None else int(torch.as_tensor(cache.balls()).max())
         if past + T > self.cfg.max_len:
             raise ValueError(f"sequence of {past + T} balls is longer than model.max_len={self.cfg.max_len}")
+        numeric = self.numeric(batch["numeric"]) if cache is None else cache.embed_numeric(self.numeric, batch)
         x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])
              + self._entity(self.batter, batch["batter"]) + self._entity(self.bowler, batch["bowler"])
-             + self._entity(self.venue, batch["venue"]) + self._numeric(batch, cache)
-             + self.position(batch))  # (B, T, C)
-        if self.cfg.season_effect == "embedding":
-            x = x + self.season(batch["season"])
+             + self._entity(self.venue, batch["venue"]) + numeric + self.position(batch))  # (B, T, C)
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
             opponent, read = {"batter": self.bowler, "bowler": self.batter}, x
             for role in self.cfg.history_roles:
@@ -593,8 +449,6 @@ class CricketTransformer(nn.Module):
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
         logits = self.head(self.ln_f(x))
-        if self.cfg.season_effect == "bias":
-            logits = logits + self.season_bias(batch["season"][:, -1:] if last_only else batch["season"])
         return logits if self.training else logits / self.cfg.temperature
 
 

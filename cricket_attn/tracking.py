@@ -13,14 +13,14 @@ import logging
 import os
 import sys
 import tempfile
-import warnings
-import zlib
-from contextlib import contextmanager
-from datetime import datetime
 import urllib.error
 import urllib.request
-from pathlib import Path
+import warnings
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -29,14 +29,18 @@ from mlflow.entities import DatasetInput, InputTag
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.git_utils import get_git_commit
-from mlflow.utils.mlflow_tags import (MLFLOW_DATASET_CONTEXT, MLFLOW_GIT_COMMIT, MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE,
-                                      MLFLOW_SOURCE_NAME)
+from mlflow.utils.mlflow_tags import (
+    MLFLOW_DATASET_CONTEXT,
+    MLFLOW_GIT_COMMIT,
+    MLFLOW_RUN_NAME,
+    MLFLOW_RUN_NOTE,
+    MLFLOW_SOURCE_NAME,
+)
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import DEFAULT_TRACKING_URI, PROJECT_ROOT
+from cricket_attn.config import PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
-from cricket_attn.data.splits import season_range
 
 # The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)
@@ -145,18 +149,19 @@ def dashboard_url(uri: str, experiment: str, run_id: str | None = None, comparis
     return f"{base}/runs?{UI_VIEW}"
 
 
-def log_datasets(uri: str, run_id: str, parts: dict[str, pd.DataFrame], source: str, digest: str) -> None:
-    """Each split's deliveries as a dataset input of the run, its context the split: MLflow's Dataset
-    column then shows which data and seasons a run saw. `digest` names the data's content."""
+def log_datasets(uri: str, run_id: str, parts: dict[str, tuple[str, pd.DataFrame]], source: str, digest: str) -> None:
+    """Each split's deliveries, by context (the split), with its seasons as people write them: a dataset
+    input of the run, so MLflow's Dataset column shows which data and seasons a run saw. `digest` names
+    the data's content."""
     from mlflow.data import from_pandas
 
     inputs = []
-    for context, d in parts.items():
+    for context, (seasons, d) in parts.items():
         if d.empty:
             continue
         with warnings.catch_warnings():  # MLflow's hints about guessing the source kind and integer columns
             warnings.simplefilter("ignore")
-            dataset = from_pandas(d, source=source, name=f"{Path(source).name} {season_range(d)}", digest=digest)
+            dataset = from_pandas(d, source=source, name=f"{Path(source).name} {seasons}", digest=digest)
             inputs.append(DatasetInput(dataset._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, context)]))
     MlflowClient(uri).log_inputs(run_id, datasets=inputs)
 

@@ -92,8 +92,8 @@ def baselines_run(tracked_run):
     """cricket-attn-baselines on the fixture matches, paired against `tracked_run`, in its MLflow store."""
     from hydra import compose, initialize_config_dir
 
-    from cricket_attn.training.baselines import run_baselines
     from cricket_attn.config import CONF_DIR
+    from cricket_attn.training.baselines import run_baselines
 
     folder = tracked_run["folder"]
     overrides = [f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", f"paths.output_dir={folder / 'bl'}",
@@ -111,8 +111,8 @@ def fixture_simulator(fixture_tables, phases):
     import torch
 
     from cricket_attn.data.deliveries import class_frequencies
-    from cricket_attn.model import CricketTransformer, ModelConfig
     from cricket_attn.data.sequences import SequenceEncoder
+    from cricket_attn.model import CricketTransformer, ModelConfig
     from cricket_attn.simulation.rollout import Simulator
     from cricket_attn.simulation.rules import BowlingUsage
     from cricket_attn.simulation.scorebook import Scorebook

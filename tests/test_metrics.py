@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cricket_attn.data.cricsheet import OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, score, with_temperature
+from cricket_attn.laws import OUTCOMES
+from cricket_attn.metrics import PROB_COLUMNS, binary_ece, fit_temperature, score, with_temperature
 
 
 def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
@@ -33,3 +33,10 @@ def test_fit_temperature_recovers_a_known_miscalibration(true_temperature):
     truth = scored_frame(logits, labels)
     assert np.abs(rescaled[list(PROB_COLUMNS)].to_numpy() - truth[list(PROB_COLUMNS)].to_numpy()).max() < 0.02
     assert score(rescaled)["log_loss"] <= score(frame)["log_loss"] + 1e-12
+
+
+def test_binary_ece_of_a_calibrated_and_a_biased_forecast():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=200_000)
+    y = (rng.uniform(size=p.size) < p).astype(float)
+    assert binary_ece(p, y, 10) < 0.01 and abs(binary_ece(np.clip(p + 0.2, 0, 1), y, 10) - 0.2) < 0.03

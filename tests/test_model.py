@@ -8,11 +8,18 @@ import pytest
 import torch
 
 from cricket_attn.model import (
-    POSITIONAL_PARTS, ConfigError, CricketPositionalEncoding, CricketTransformer, Ensemble, KVCache, ModelConfig,
-    PiecewiseLinearEmbedding, sinusoidal_table,
+    POSITIONAL_PARTS,
+    ConfigError,
+    CricketPositionalEncoding,
+    CricketTransformer,
+    Ensemble,
+    KVCache,
+    ModelConfig,
+    PiecewiseLinearEmbedding,
+    sinusoidal_table,
 )  # fmt: skip
 
-TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_seasons=4, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
+TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
 # Quantiles at levels 0, 1/4, ..., 1 for each of TINY's five features.
 QUANTILES = [[-2.0, -0.5, 0.0, 0.5, 2.0]] * 4 + [[0.0, 0.0, 0.0, 1.0, 1.0]]
 
@@ -26,7 +33,7 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
         "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
         "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
         "legal_ball_index": legal.clamp(min=0), "ball_in_over": r(7), "over": r(20), "phase": r(3),
-        "batter_balls": r(90), "bowler_balls": r(24), "season": r(cfg.n_seasons),
+        "batter_balls": r(90), "bowler_balls": r(24),
     }  # fmt: skip
     if cfg.history_balls:  # 4 players a side, each with some history balls, the oldest slots empty
         for role, opponents in (("batter", cfg.n_bowlers), ("bowler", cfg.n_batters)):
@@ -46,8 +53,7 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
 
 # Each way attention can see the innings: windows, the ball itself only, no positions, context from outside it.
 ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(positional_parts=()), dict(history_balls=6),
-                      dict(history_balls=6, history_reader="pooled"), dict(history_balls=6, history_roles=["bowler"]),
-                      dict(first_innings=True)]
+                      dict(history_balls=6, history_roles=["bowler"]), dict(first_innings=True)]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -85,8 +91,8 @@ def test_positional_parts_are_switchable():
      (dict(numeric_embedding="bins"), "needs the training quantiles"),
      (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3 must divide"),
      (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
-     (dict(season_effect="era"), "model.season_effect"),
-     (dict(n_seasons=0), "model.n_seasons must be at least 1"),
+     (dict(numeric_embedding="periodic"), "model.numeric_embedding must be one of"),
+     (dict(n_venues=0), "model.n_venues must be at least 1"),
      (dict(context=-1), "model.context must be null")],
 )  # fmt: skip
 def test_bad_config_names_the_setting(change, message):
@@ -119,8 +125,8 @@ def test_later_balls_never_change_earlier_predictions(variant):
     assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
 
 
-@pytest.mark.parametrize("variant", [dict(season_effect="none"), dict(season_effect="bias"),
-                                     dict(season_effect="embedding"), *ATTENTION_VARIANTS[1:]])
+@pytest.mark.parametrize("variant", [*ATTENTION_VARIANTS, dict(numeric_embedding="bins", numeric_bins=2,
+                                                                numeric_quantiles=QUANTILES)])
 @pytest.mark.parametrize("chunks", [[1] * 20, [5, 1, 1, 13], [20]])
 def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     torch.manual_seed(0)
@@ -140,35 +146,6 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     assert (incremental - full).abs().max().item() <= 1e-5
     assert cache.length == 20
     assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)
-
-
-@pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
-def test_rows_sharing_one_cache_step_as_each_row_alone(variant):
-    """One sequence's cache shared by rows that have seen its first 0, 4, 11 and 17 balls (held once, not
-    copied): the next balls (three steps, a row dropped after the first) get exactly the predictions of a
-    full pass over each prefix and its next balls."""
-    torch.manual_seed(0)
-    cfg = ModelConfig(**{**TINY, "d_model": 16, "n_layers": 2, **variant})
-    model = CricketTransformer(cfg).eval()
-    batch = {name: t[:1] for name, t in random_batch(cfg).items()}
-    per_sequence = ("batter_history", "bowler_history", "first_innings")
-    lengths = torch.tensor([0, 4, 11, 17])
-    with torch.no_grad():
-        full = model(batch).softmax(-1)[0]  # (T, classes)
-        cache = KVCache(cfg.n_layers)
-        model(batch, cache=cache)
-        cut = cache.share(lengths)
-        assert cut.length == 0 and cut.shared.keys[0].dim() == 3  # one copy of the balls, (H, S, hd)
-        for step in range(3):
-            at = lengths + step
-            nxt = {name: t.expand(len(lengths), *t.shape[1:]) if name in per_sequence else t[0, at][:, None]
-                   for name, t in batch.items()}
-            got = model(nxt, cache=cut).softmax(-1)[:, 0]
-            assert (got - full[at]).abs().max().item() <= 1e-5
-            assert torch.equal(torch.as_tensor(cut.balls()), at + 1)
-            if step == 0:  # the row at 4 balls ends: the others go on without it
-                keep = torch.tensor([0, 2, 3])
-                cut, lengths = cut.rows(keep), lengths[keep]
 
 
 def test_temperature_divides_the_logits_outside_training_only():
@@ -197,7 +174,7 @@ def test_piecewise_linear_ramps_between_quantiles():
     assert torch.allclose(emb(x), emb.mlp(inputs), atol=1e-6)
 
 
-@pytest.mark.parametrize("numeric", [dict(numeric_embedding="periodic", numeric_frequencies=3, numeric_dim=4),
+@pytest.mark.parametrize("numeric", [dict(numeric_hidden=12),
                                      dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES,
                                           numeric_hidden=12)])
 def test_numeric_embeddings_are_causal_and_cacheable(numeric):
@@ -213,31 +190,8 @@ def test_numeric_embeddings_are_causal_and_cacheable(numeric):
         steps = [model({k: t[:, i:i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
     assert torch.equal(a[:, :9], b[:, :9]) and not torch.allclose(a[:, 9:], b[:, 9:])
     assert (torch.cat(steps, dim=1).softmax(-1) - a.softmax(-1)).abs().max().item() <= 1e-5
-    if "numeric_hidden" in numeric:
-        assert model.numeric.mlp[0].out_features == numeric["numeric_hidden"]
-
-
-@pytest.mark.parametrize("season_effect", ["bias", "embedding"])
-def test_season_term_moves_only_its_own_seasons_balls(season_effect):
-    torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, season_effect=season_effect)
-    model = CricketTransformer(cfg).eval()
-    batch = random_batch(cfg)
-    with torch.no_grad():
-        table = model.season_bias if season_effect == "bias" else model.season
-        table.weight[2] += torch.linspace(-1, 1, table.weight.size(1))  # season slot 2 only
-        moved = model(batch)
-        table.weight[2] -= torch.linspace(-1, 1, table.weight.size(1))
-        plain = model(batch)
-    in_slot = batch["season"] == 2
-    assert in_slot.any() and (~in_slot).any()
-    changed = (moved - plain).abs().amax(-1) > 1e-4
-    if season_effect == "bias":  # an output bias touches exactly its own balls
-        assert torch.equal(changed, in_slot)
-    else:  # an input vector also reaches later balls through attention, never earlier ones
-        first = in_slot.float().argmax(1)
-        for b in range(3):
-            assert not changed[b, : first[b]].any() and changed[b, first[b]]
+    first = model.numeric.mlp[0] if numeric.get("numeric_embedding") == "bins" else model.numeric[0]
+    assert first.out_features == numeric["numeric_hidden"]
 
 
 def test_ensemble_predicts_the_mean_distribution_and_caches_per_member():
@@ -296,23 +250,11 @@ def test_attention_weights_are_those_the_model_uses(variant):
         assert (w[..., ~allowed] == 0).all()
 
 
-def test_settings_taken_out_load_at_their_old_default_and_are_refused_otherwise():
-    """A checkpoint of an earlier version names the positional options the attention ablation took out:
-    at the values every default model had, it loads as before; any other value is refused by name."""
-    old = {**TINY, "positional_combine": "concat", "absolute_position": "sinusoidal", "relative_position": "none"}
-    assert ModelConfig.from_dict(old) == ModelConfig(**TINY)
-    for name, value in (("relative_position", "rope"), ("relative_position", "alibi"),
-                        ("absolute_position", "learned"), ("positional_combine", "sum")):
-        with pytest.raises(ConfigError, match=f"'{name}': '{value}'.*taken out after the attention ablation"):
-            ModelConfig.from_dict({**old, name: value})
-
-
-@pytest.mark.parametrize("reader", ["cross", "pooled"])
-def test_player_history_reaches_its_own_players_balls_only(reader):
+def test_player_history_reaches_its_own_players_balls_only():
     """A change to one batter's history moves the balls he faces (and, through attention, later balls)
     and no ball before his first; an empty history reads only the "no history" value."""
     torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, history_balls=6, history_reader=reader)
+    cfg = ModelConfig(**TINY, history_balls=6)
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     changed = dict(batch, batter_history=batch["batter_history"].clone())

@@ -1,34 +1,74 @@
-"""The package's old module names (before the regroup of 2026-11-23) import the modules now in its
-folders, as the same objects, so MLflow models logged and runs started before still load."""
+"""The package's stages import only what lies below them, and no module imports itself in a loop.
+
+Every `import` in every module is read from its source (at the top or inside a function: a deferred
+import still ties two stages together), so the check does not depend on what a test happens to run.
+"""
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
-
-from hydra.utils import get_class
+import ast
+from pathlib import Path
 
 import cricket_attn
 
+PACKAGE = Path(cricket_attn.__file__).parent
 
-def test_every_old_name_imports_the_module_at_its_new_place():
-    for old, new in cricket_attn._MOVED.items():
-        moved = importlib.import_module(f"cricket_attn.{new}")
-        assert importlib.import_module(f"cricket_attn.{old}") is moved
-        assert moved.__name__ == moved.__spec__.name == f"cricket_attn.{new}"  # its own name kept
-    assert get_class("cricket_attn.datamodule.CricketDataModule") is get_class("cricket_attn.data.datamodule.CricketDataModule")
+# The floors, bottom first: a module may import its own floor and the ones below it.
+FLOORS = (
+    ("laws", "atomic", "config", "progress"),  # the laws of the game and small helpers
+    ("metrics", "tracking"),
+    ("data",),
+    ("model", "shared_cache"),
+    ("training", "scoring"),
+    ("simulation",),
+)
 
 
-def test_the_old_names_import_first_in_a_fresh_process():
-    # What an MLflow model logged before does: its wrapper imports the old names before anything else.
-    code = ("from cricket_attn.serving import CHECKPOINT_ARTIFACT, from_checkpoint\n"
-            "from cricket_attn.deliveries import plain_types, restore_types\n"
-            "import cricket_attn.scoring.serving as s, cricket_attn.data.deliveries as d\n"
-            "assert from_checkpoint is s.from_checkpoint and restore_types is d.restore_types\n"
-            "from cricket_attn.serving import DeliveriesModel\n"
-            "print(DeliveriesModel.__module__)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "cricket_attn.scoring.mlflow_model"
-    gone = subprocess.run([sys.executable, "-c", "import cricket_attn.no_such_module"], capture_output=True, text=True)
-    assert gone.returncode != 0 and "No module named 'cricket_attn.no_such_module'" in gone.stderr
+def floor_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for level, names in enumerate(FLOORS):
+        if top in names:
+            return level
+    raise AssertionError(f"{module}: not on any floor of FLOORS; add it where it belongs")
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cricket_attn"):
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)  # `from cricket_attn.data import x`
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("cricket_attn"))
+        modules[name] = found
+    return {name: {m for m in found if m in modules and m != name} for name, found in modules.items()}
+
+
+def test_no_module_imports_a_later_stage():
+    climbing = [f"{name} -> {dep}" for name, deps in package_imports().items() if name != "cricket_attn"
+                for dep in deps if dep != "cricket_attn" and floor_of(dep) > floor_of(name)]
+    assert climbing == []
+
+
+def test_no_import_loop():
+    graph = package_imports()
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = "open"
+        for dep in sorted(graph[name]):
+            if state.get(dep) == "open":
+                return [*path, name, dep]
+            if dep not in state and (loop := visit(dep, [*path, name])):
+                return loop
+        state[name] = "done"
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            assert visit(name, []) is None

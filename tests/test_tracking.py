@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 

@@ -14,15 +14,10 @@ from datetime import date
 import orjson
 
 from cricket_attn.data.sources import MatchFile
+from cricket_attn.laws import NOT_TEAM_WICKETS, OUTCOME_INDEX
 
 SUPPORTED_MAJOR_VERSION = "1"
 
-# Dismissals that are recorded on a delivery but are not team wickets: the batter may come back.
-NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
-
-# The ten outcome classes of a delivery, in model order.
-OUTCOMES = ("dot", "1", "2", "3", "4", "6", "wicket", "wide", "noball", "bye")
-OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 # Runs off the bat to class: 5 and 7 (overthrows, all-run fives) share the rare "3" class.
 _RUNS_OUTCOME = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 3, 6: 5, 7: 3}
 

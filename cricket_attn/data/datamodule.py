@@ -34,7 +34,7 @@ class CricketDataModule(pl.LightningDataModule):
     """
 
     def __init__(self, sources: Sequence[str] | None = None, data_dir: str = "data", phases: Mapping | None = None,
-                 split: Mapping | None = None, unit: str = "innings", min_count: int = 20,
+                 split: Mapping | None = None, min_count: int = 20,
                  rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
                  num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None,
                  teacher: Mapping | None = None, history_balls: int = 0, first_innings: bool = False):
@@ -43,7 +43,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.data_dir = project_path(data_dir)
         self.phases = PhaseRules.from_config(phases)
         self.split = SeasonSplit.from_config(split)
-        self.unit, self.min_count, self.rate_strength = unit, min_count, rate_strength
+        self.min_count, self.rate_strength = min_count, rate_strength
         self.batch_size, self.eval_batch_size, self.num_workers = batch_size, eval_batch_size, num_workers
         self.refit, self.seed = refit, seed
         self.season_half_life = season_half_life
@@ -70,7 +70,7 @@ class CricketDataModule(pl.LightningDataModule):
             fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
         # Players' histories come from every delivery there is: each ball's holds only earlier matches.
         if self.encoder is None:
-            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength, self.unit,
+            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength,
                                                                  self.history_balls, deliveries, self.first_innings)
         else:  # restored from a checkpoint
             if self.encoder.history_balls:

@@ -16,8 +16,9 @@ import pandas as pd
 
 from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
-from cricket_attn.data.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, ParsedMatch, parse_match
+from cricket_attn.data.cricsheet import DELIVERY_FIELDS, MatchFileError, ParsedMatch, parse_match
 from cricket_attn.data.sources import MatchFile, default_archive, iter_match_files, sha256_of, source_kind
+from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
 SCHEMA_VERSION = 3

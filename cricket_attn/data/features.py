@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import torch
 
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets
 
-N_CLASSES = len(OUTCOMES)
 RATE_COLUMNS = ("batter", "bowler", "venue")  # whose outcome rates the models get
-_OUT = {name: i for i, name in enumerate(OUTCOMES)}
 
 # Numeric match-state columns made by `match_state`, in order.
 STATE_COLUMNS = (
@@ -50,75 +49,81 @@ def _before(values: pd.Series, groups: Sequence) -> pd.Series:
     return values.groupby(groups, sort=False, observed=True).cumsum() - values
 
 
-def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
-    """Whether each delivery's wicket is the bowler's: a wicket, unless it is a run out."""
-    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
+FIRST_SEASON = 2008  # season_index counts seasons from the IPL's first
+RECENT = 6  # the last6_* features sum up this many deliveries: their runs, dots, boundaries, wickets, extras
+RECENT_COLUMNS = ("last6_runs", "last6_dots", "last6_boundaries", "last6_wickets", "last6_extras")
+
+
+def ball_counts(outcome, runs_total, runs_batter, runs_wides, runs_noballs, bowler_wicket) -> dict:
+    """What each delivery adds to the running counts the match state is made of (numpy arrays or torch
+    tensors, one value per delivery; `outcome` the class code). The deliveries table's cumulative sums
+    (`match_state`) and the simulator's state (`InningsState.record`) both take them from here."""
+    wide = (runs_wides > 0) | (outcome == OUTCOME_INDEX["wide"])
+    return {
+        "runs": runs_total,
+        "faced": ~wide,  # a wide is not a ball faced
+        "conceded": runs_batter + runs_wides + runs_noballs,  # byes and leg-byes are not the bowler's
+        "bowler_wickets": bowler_wicket,
+        "dots": outcome == OUTCOME_INDEX["dot"],
+        "boundaries": (outcome == OUTCOME_INDEX["4"]) | (outcome == OUTCOME_INDEX["6"]),
+        "extras": (outcome == OUTCOME_INDEX["wide"]) | (outcome == OUTCOME_INDEX["noball"]),
+    }
+
+
+def state_matrix(counted: dict, innings_balls, balls_per_over, target, season, last_season: int | None) -> torch.Tensor:
+    """(N, len(STATE_COLUMNS)) float64: the match state from its running counts (`counted`: every column of
+    STATE_COLUMNS but those made here) and what the innings is: how many legal balls it may last, the balls
+    per over, the target (0: none) and the season, capped at `last_season` so that the models never
+    extrapolate a trend they have not seen. Training's features and the simulator's state are both made here."""
+    f64 = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
+    runs, legal, bpo, target = (f64(x) for x in (counted["runs_before"], counted["legal_balls_before"],
+                                                 balls_per_over, target))
+    balls_left = (f64(innings_balls) - legal).clamp(min=0)
+    chase = target > 0
+    needed = torch.where(chase, target - runs, 0.0)
+    season = f64(season) if last_season is None else f64(season).clamp(max=last_season)
+    columns = {
+        **counted, "balls_left": balls_left, "run_rate": runs / legal.clamp(min=1) * bpo, "is_chase": chase,
+        "runs_needed": needed, "required_rate": torch.where(chase, (needed / balls_left.clamp(min=1) * bpo).clamp(-6, 36), 0.0),
+        "target": target, "season_index": season - FIRST_SEASON,
+    }  # fmt: skip
+    return torch.stack([f64(columns[c]).expand(len(runs)) for c in STATE_COLUMNS], 1)
 
 
 def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame:
-    """Pre-ball match state of every delivery (columns STATE_COLUMNS).
-
-    `last_season` caps `season_index`: seasons after the last training season look like it,
-    so the models never extrapolate a trend they have not seen.
-    """
+    """Pre-ball match state of every delivery (columns STATE_COLUMNS): each delivery's counts
+    (`ball_counts`) summed over the earlier deliveries of its innings, then `state_matrix`."""
     inn = innings_key(d)
-    is_wide = d["runs_wides"].gt(0) | d["outcome"].eq("wide")
-    legal = d["is_legal"].astype(np.int64)
-    runs = d["runs_total"].astype(np.int64)
-    wickets = d["wicket_count"].astype(np.int64)
-    out = pd.DataFrame(index=d.index)
-    out["runs_before"] = _before(runs, inn)
-    out["wickets_before"] = _before(wickets, inn)
-    out["legal_balls_before"] = d["legal_ball_index"]
-
-    bpo = d["balls_per_over"].to_numpy()
-    out["balls_left"] = np.maximum(innings_balls(d) - d["legal_ball_index"].to_numpy(), 0)
-    out["run_rate"] = out["runs_before"] / np.maximum(out["legal_balls_before"], 1) * bpo
-
-    target = d["target_runs"].astype("Float64").fillna(0).to_numpy(dtype=float)
-    chase = target > 0
-    out["is_chase"] = chase.astype(float)
-    out["runs_needed"] = np.where(chase, target - out["runs_before"], 0.0)
-    out["required_rate"] = np.where(chase, np.clip(out["runs_needed"] / np.maximum(out["balls_left"], 1) * bpo, -6, 36), 0.0)
-    out["target"] = target
-
-    batter_key = [inn, d["batter"].astype(str).to_numpy()]
-    out["batter_runs_before"] = _before(d["runs_batter"].astype(np.int64), batter_key)
-    out["batter_balls_before"] = _before((~is_wide).astype(np.int64), batter_key)  # a wide is not faced
-    bowler_key = [inn, d["bowler"].astype(str).to_numpy()]
-    out["bowler_balls_before"] = _before(legal, bowler_key)
-    # Byes and leg-byes are not charged to the bowler.
-    conceded = d["runs_batter"] + d["runs_wides"] + d["runs_noballs"]
-    out["bowler_runs_before"] = _before(conceded.astype(np.int64), bowler_key)
-    out["bowler_wickets_before"] = _before(pd.Series(bowler_wickets(d).astype(np.int64), index=d.index), bowler_key)
-
-    stand = [inn, out["wickets_before"].to_numpy()]
-    out["partnership_runs"] = _before(runs, stand)
-    out["partnership_balls"] = _before(legal, stand)
-
-    # A no-ball is followed by a free hit: the batter cannot be out bowled or caught.
-    prev_noball = d["outcome"].eq("noball").groupby(inn, sort=False).shift(1, fill_value=False)
-    out["after_noball"] = prev_noball.astype(float)
-
     code = d["outcome"].cat.codes.to_numpy()
-    recent = {
-        "last6_runs": runs,
-        "last6_dots": pd.Series(code == _OUT["dot"], index=d.index).astype(np.int64),
-        "last6_boundaries": pd.Series((code == _OUT["4"]) | (code == _OUT["6"]), index=d.index).astype(np.int64),
-        "last6_wickets": wickets,
-        "last6_extras": pd.Series((code == _OUT["wide"]) | (code == _OUT["noball"]), index=d.index).astype(np.int64),
-    }
-    for name, values in recent.items():
+    adds = ball_counts(code, d["runs_total"].to_numpy(np.int64), d["runs_batter"].to_numpy(np.int64),
+                       d["runs_wides"].to_numpy(np.int64), d["runs_noballs"].to_numpy(np.int64), bowler_wickets(d))
+    adds = {name: pd.Series(np.asarray(v, dtype=np.int64), index=d.index) for name, v in adds.items()}
+    legal = d["is_legal"].astype(np.int64)
+    wickets = d["wicket_count"].astype(np.int64)
+    counted = {"runs_before": _before(adds["runs"], inn), "wickets_before": _before(wickets, inn),
+               "legal_balls_before": d["legal_ball_index"]}
+    batter_key = [inn, d["batter"].astype(str).to_numpy()]
+    counted["batter_runs_before"] = _before(d["runs_batter"].astype(np.int64), batter_key)
+    counted["batter_balls_before"] = _before(adds["faced"], batter_key)
+    bowler_key = [inn, d["bowler"].astype(str).to_numpy()]
+    counted["bowler_balls_before"] = _before(legal, bowler_key)
+    counted["bowler_runs_before"] = _before(adds["conceded"], bowler_key)
+    counted["bowler_wickets_before"] = _before(adds["bowler_wickets"], bowler_key)
+    stand = [inn, counted["wickets_before"].to_numpy()]
+    counted["partnership_runs"] = _before(adds["runs"], stand)
+    counted["partnership_balls"] = _before(legal, stand)
+    # A no-ball is followed by a free hit: the batter cannot be out bowled or caught.
+    counted["after_noball"] = d["outcome"].eq("noball").groupby(inn, sort=False).shift(1, fill_value=False)
+    recent = (adds["runs"], adds["dots"], adds["boundaries"], wickets, adds["extras"])
+    for name, values in zip(RECENT_COLUMNS, recent):
         so_far = _before(values, inn)
-        six_ago = so_far.groupby(inn, sort=False).shift(6, fill_value=0)
-        out[name] = (so_far - six_ago).to_numpy()
-
-    out["ball_in_over"] = d["ball_in_over"]
-    season = d["season"].to_numpy()
-    if last_season is not None:
-        season = np.minimum(season, last_season)
-    out["season_index"] = season - 2008
-    return out[list(STATE_COLUMNS)].astype(np.float32)
+        counted[name] = so_far - so_far.groupby(inn, sort=False).shift(RECENT, fill_value=0)
+    counted["ball_in_over"] = d["ball_in_over"]
+    counted = {name: torch.from_numpy(np.asarray(v, dtype=np.float64)) for name, v in counted.items()}
+    state = state_matrix(counted, innings_balls(d), d["balls_per_over"].to_numpy(copy=True),
+                         d["target_runs"].astype("Float64").fillna(0).to_numpy(dtype=float, copy=True),
+                         d["season"].to_numpy(copy=True), last_season)
+    return pd.DataFrame(state.numpy().astype(np.float32), columns=list(STATE_COLUMNS), index=d.index)
 
 
 def match_folds(d: pd.DataFrame, n_folds: int, seed: int = 0) -> np.ndarray:
@@ -145,10 +150,10 @@ class OutcomeRates:
     def fit(self, d: pd.DataFrame) -> OutcomeRates:
         codes = d["outcome"].cat.codes.to_numpy()
         keys = d[self.column].astype(str).to_numpy()
-        table = pd.crosstab(keys, codes).reindex(columns=range(N_CLASSES), fill_value=0)
+        table = pd.crosstab(keys, codes).reindex(columns=range(N_OUTCOMES), fill_value=0)
         self.counts = table.astype(np.float64)
         total = table.to_numpy().sum(axis=0)
-        self.prior = (total + 1) / (total.sum() + N_CLASSES)
+        self.prior = (total + 1) / (total.sum() + N_OUTCOMES)
         return self
 
     def transform(self, d: pd.DataFrame) -> np.ndarray:
@@ -161,9 +166,35 @@ class OutcomeRates:
     def out_of_fold(self, d: pd.DataFrame, n_folds: int = 5, seed: int = 0) -> np.ndarray:
         """Rates for the rows of `d` from the other folds' matches of `d`, so no row sees its own outcome."""
         fold = match_folds(d, n_folds, seed)
-        out = np.zeros((len(d), N_CLASSES + 1), dtype=np.float32)
+        out = np.zeros((len(d), N_OUTCOMES + 1), dtype=np.float32)
         for k in range(n_folds):
             held = fold == k
             part = OutcomeRates(self.column, self.strength).fit(d[~held])
             out[held] = part.transform(d[held])
         return out
+
+
+@dataclass
+class TabularFeatures:
+    """Handcrafted pre-ball features: the match state, the over, and players' and venues' shrunk
+    outcome rates (target encodings) fitted on the fitting seasons only, out of fold for their rows."""
+
+    rates: dict[str, OutcomeRates]
+    last_season: int
+
+    @classmethod
+    def fit_transform(cls, fit_on: pd.DataFrame, strength: float) -> tuple[TabularFeatures, np.ndarray]:
+        feats = cls({c: OutcomeRates(c, strength).fit(fit_on) for c in RATE_COLUMNS}, int(fit_on["season"].max()))
+        return feats, feats._matrix(fit_on, [r.out_of_fold(fit_on) for r in feats.rates.values()])
+
+    def transform(self, d: pd.DataFrame) -> np.ndarray:
+        return self._matrix(d, [r.transform(d) for r in self.rates.values()])
+
+    def _matrix(self, d: pd.DataFrame, rates: list[np.ndarray]) -> np.ndarray:
+        state = match_state(d, self.last_season).to_numpy()
+        return np.hstack([state, d[["over"]].to_numpy(dtype=np.float32), *rates]).astype(np.float32)
+
+    @staticmethod
+    def names() -> list[str]:
+        rates = [f"{c}_{kind}" for c in RATE_COLUMNS for kind in [*OUTCOMES, "log_n"]]
+        return [*STATE_COLUMNS, "over", *rates]

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import PHASES
+from cricket_attn.laws import OUTCOMES
 
 ROLES = ("batter", "bowler")
-# What each history ball carries: its outcome class, who was at the other end of it (the bowler for a
-# batter's ball, the batter for a bowler's), its phase and season, and its date (days since 1970).
-TOKEN_COLUMNS = ("outcome", "opponent", "phase", "season", "day")
+# Each history ball carries (`HistoryStore.tokens`): its outcome class, who was at the other end of it
+# (the bowler for a batter's ball, the batter for a bowler's), its phase and season, and its date (days
+# since 1970).
 NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
 
 

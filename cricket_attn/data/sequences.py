@@ -1,6 +1,6 @@
 """Deliveries to ball sequences: the encoder fitted on training seasons, and padded tensors.
 
-A sequence is one innings (or, with unit="match", a match's first innings followed by the chase).
+A sequence is one innings (a super over is left out: its own tiny game).
 Position t carries what is known before ball t: the previous ball's outcome, batter, bowler, venue,
 the match state and the positional parts; its label is ball t's outcome.
 """
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.features import RATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
 from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
-from cricket_attn.model import START_OF_INNINGS
+from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 
 UNK = "<unk>"
 QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0, 1/32, ..., 1
@@ -63,7 +63,6 @@ class SequenceEncoder:
     std: np.ndarray
     first_season: int
     last_season: int
-    unit: str = "innings"
     quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
     history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
     first_innings: bool = False  # each chase sequence also gets every ball of its match's first innings
@@ -74,23 +73,17 @@ class SequenceEncoder:
     history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-            unit: str = "innings") -> SequenceEncoder:
-        return cls.fit_encode(train, min_count, rate_strength, unit)[0]
+    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0) -> SequenceEncoder:
+        return cls.fit_encode(train, min_count, rate_strength)[0]
 
     @classmethod
     def fit_encode(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-                   unit: str = "innings", history_balls: int = 0, known: pd.DataFrame | None = None,
-                   first_innings: bool = False) -> tuple[SequenceEncoder, BallSequences]:
+                   history_balls: int = 0, known: pd.DataFrame | None = None, first_innings: bool = False) -> tuple[SequenceEncoder, BallSequences]:
         """Fit on the training deliveries and encode them (out of fold), computing their features once.
         With `history_balls`, players' histories come from `known` (every delivery there is: a history
         only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
-        if unit not in ("innings", "match"):
-            raise ValueError(f"data.unit must be 'innings' or 'match', got {unit!r}")
         if history_balls < 0:
             raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
-        if first_innings and unit != "innings":
-            raise ValueError("data.first_innings needs data.unit=innings (a match sequence holds the first innings already)")
         train = train[~train["is_super_over"].astype(bool)]
         enc = cls(
             batters=Vocab.fit(train["batter"], min_count),
@@ -98,7 +91,7 @@ class SequenceEncoder:
             venues=Vocab.fit(train["venue"], min_count),
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0), std=np.ones(0), first_season=int(train["season"].min()),
-            last_season=int(train["season"].max()), unit=unit, history_balls=history_balls,
+            last_season=int(train["season"].max()), history_balls=history_balls,
             first_innings=first_innings,
         )
         if history_balls:
@@ -117,6 +110,11 @@ class SequenceEncoder:
         rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
         return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
 
+    def rate_start(self, column: str) -> int:
+        """Where `column`'s rates ("batter", "bowler" or "venue") begin among the numeric features: after
+        the match state, in the order of `rates`, each outcome's log-ratio and log(1 + n)."""
+        return len(STATE_COLUMNS) + list(self.rates).index(column) * (N_OUTCOMES + 1)
+
     def attach_histories(self, known: pd.DataFrame) -> None:
         """Build the players' histories the encoder reads from the deliveries `known`."""
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
@@ -130,7 +128,7 @@ class SequenceEncoder:
         if self.histories is None:
             raise ValueError("the encoder reads players' histories (history_balls="
                              f"{self.history_balls}) but none are attached: call attach_histories(deliveries)")
-        keys = ("match_id",) if self.unit == "match" else ("match_id", "innings")
+        keys = ("match_id", "innings")
         per_ball, per_sequence = {}, {}
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
         for role in ROLES:
@@ -161,7 +159,7 @@ class SequenceEncoder:
                          np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
                         axis=-1)
 
-    def side_histories(self, role: str, names: list[str], date) -> np.ndarray:
+    def histories_of(self, role: str, names: list[str], date) -> np.ndarray:
         """(len(names), K, fields): the histories of players known by name only (a side as a simulated
         match lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history
         holds (or `<unk>`) has none. A name two players share is taken as the one who played last."""
@@ -198,11 +196,9 @@ class SequenceEncoder:
             "phase": d["phase"].cat.codes.to_numpy().astype(np.int64),
             "batter_balls": state["batter_balls_before"].to_numpy().astype(np.int64),
             "bowler_balls": state["bowler_balls_before"].to_numpy().astype(np.int64),
-            "season": self.season_slot(d["season"]),
             "row": d.index.to_numpy(dtype=np.int64),
         }
-        keys = ["match_id"] if self.unit == "match" else ["match_id", "innings"]
-        seq_id = d.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
+        seq_id = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
         per_sequence = {}
         if self.history_balls:
             slots, per_sequence = self.history_tensors(d, seq_id)
@@ -234,18 +230,13 @@ class SequenceEncoder:
                                       per_ball["over"][rows]], axis=-1)
         return table
 
-    def season_slot(self, season: pd.Series) -> np.ndarray:
-        """0 for the first training season up to n_seasons - 1 for the last; later seasons share the last."""
-        seasons = np.clip(season.to_numpy(dtype=np.int64), self.first_season, self.last_season)
-        return seasons - self.first_season
-
     def to_dict(self) -> dict:
         return {
             "batters": self.batters.tokens, "bowlers": self.bowlers.tokens, "venues": self.venues.tokens,
             "rates": {c: {"strength": float(r.strength), "prior": r.prior.tolist(), "keys": r.counts.index.tolist(),
                           "counts": r.counts.to_numpy().tolist()} for c, r in self.rates.items()},
             "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
-            "last_season": int(self.last_season), "unit": self.unit,
+            "last_season": int(self.last_season),
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
             "history_balls": self.history_balls, "first_innings": self.first_innings,
         }  # fmt: skip
@@ -253,7 +244,7 @@ class SequenceEncoder:
     @classmethod
     def from_dict(cls, d: dict) -> SequenceEncoder:
         missing = [k for k in ("batters", "bowlers", "venues", "rates", "mean", "std", "first_season",
-                               "last_season", "unit") if k not in d]
+                               "last_season") if k not in d]
         if missing:
             raise ValueError(f"the stored data encoder lacks {missing} (saved by another version of cricket_attn?)")
         rates = {}
@@ -262,7 +253,7 @@ class SequenceEncoder:
                                     pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))))
         return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
                    np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
-                   d["first_season"], d["last_season"], d["unit"],
+                   d["first_season"], d["last_season"],
                    None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
                    d.get("history_balls", 0), d.get("first_innings", False))
 
@@ -270,7 +261,6 @@ class SequenceEncoder:
         """The data-dependent model settings."""
         return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
                 "n_venues": len(self.venues),
-                "n_seasons": self.last_season - self.first_season + 1,
                 "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
                 "history_balls": self.history_balls, "history_age_buckets": HISTORY_AGE_BUCKETS,
                 "first_innings": self.first_innings}

@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.data.features import N_CLASSES, match_folds
+from cricket_attn.data.features import TabularFeatures, match_folds
+from cricket_attn.data.splits import season_range
+from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import labels_of
 from cricket_attn.progress import Stopwatch
-from cricket_attn.data.splits import season_range
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,7 @@ TEACHER_FEATURES_VERSION = 1
 
 def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0,
                               rate_strength: float = 200.0) -> np.ndarray:
-    """(len(d), N_CLASSES): for each delivery, the teacher's probabilities from the folds without its match."""
-    from cricket_attn.training.baselines import TabularFeatures  # the baselines' features, fitted per fold
+    """(len(d), N_OUTCOMES): for each delivery, the teacher's probabilities from the folds without its match."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     if folds < 2:
@@ -48,7 +48,7 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
     if n_matches < folds:
         raise ValueError(f"data.teacher.folds={folds}: only {n_matches} matches to fold")
     fold = match_folds(d, folds, seed)
-    probs = np.zeros((len(d), N_CLASSES), dtype=np.float32)
+    probs = np.zeros((len(d), N_OUTCOMES), dtype=np.float32)
     log.info("teacher: %d folds of gradient-boosted trees on %s deliveries of seasons %s (cached after)",
              folds, f"{len(d):,}", season_range(d))
     for k in range(folds):
@@ -56,7 +56,7 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
         fit, held = d[fold != k], d[fold == k]
         features, X = TabularFeatures.fit_transform(fit, rate_strength)
         model = HistGradientBoostingClassifier(**{"random_state": seed, **settings}).fit(X, labels_of(fit))
-        p = np.zeros((len(held), N_CLASSES))
+        p = np.zeros((len(held), N_OUTCOMES))
         p[:, model.classes_] = model.predict_proba(features.transform(held))  # a class absent from a fold gets 0
         probs[fold == k] = p
         log.info("teacher fold %d/%d: %d iterations, %s", k + 1, folds, model.n_iter_, clock)

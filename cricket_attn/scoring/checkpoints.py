@@ -16,6 +16,11 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 
 PREFIX = "model."  # the weights' keys in a checkpoint: the LightningModule's `model`
+# Model options taken out on 2026-11-24, measured no better (docs/experiments.md), that checkpoints saved
+# before still name: each at the value that had it do nothing (None: any value, a setting of an option that
+# was off). A checkpoint that used one is refused by name.
+TAKEN_OUT = {"season_effect": "none", "history_reader": "cross", "n_seasons": None, "numeric_frequencies": None,
+             "numeric_dim": None, "numeric_sigma": None}
 
 
 class CheckpointError(ValueError):
@@ -54,9 +59,19 @@ def check_fits(here: dict, state: object, cfg: ModelConfig) -> None:
             f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
 
 
+def model_settings(saved: dict) -> dict:
+    """A checkpoint's model settings as this version takes them: the options taken out, at the values that
+    had them do nothing, are dropped; one in use is a ConfigError naming it (the periodic numeric
+    embedding, taken out too, is refused by the model's own check of `numeric_embedding`)."""
+    used = {k: v for k, v in saved.items() if k in TAKEN_OUT and TAKEN_OUT[k] is not None and v != TAKEN_OUT[k]}
+    if used:
+        raise ConfigError(f"model setting(s) {used}: taken out, measured no better (docs/experiments.md)")
+    return {k: v for k, v in saved.items() if k not in TAKEN_OUT}
+
+
 def model_from(ckpt: dict) -> CricketTransformer:
     """One member's model, in eval mode, from its settings and weights."""
-    model = CricketTransformer(ModelConfig.from_dict(dict(ckpt["hyper_parameters"]["model"])))
+    model = CricketTransformer(ModelConfig.from_dict(model_settings(ckpt["hyper_parameters"]["model"])))
     state = {k.removeprefix(PREFIX): v for k, v in ckpt["state_dict"].items()}
     check_fits(model.state_dict(), state, model.cfg)
     model.load_state_dict(state)

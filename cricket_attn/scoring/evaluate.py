@@ -15,12 +15,12 @@ import sys
 from omegaconf import OmegaConf
 
 from cricket_attn import tracking
-from cricket_attn.config import load_data_config, project_path
+from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.metrics import score
-from cricket_attn.scoring.serving import load_trained
 from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.metrics import score
+from cricket_attn.scoring.checkpoints import CheckpointError
+from cricket_attn.scoring.serving import load_trained
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--split", default="test", choices=["train", "validation", "test"])
     p.add_argument("--data", default="ipl", help="data config in conf/data/ (phases, split, sources)")
     p.add_argument("--sources", nargs="*", help="Cricsheet zips, folders or files (default: the data config's)")
-    p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
     p.add_argument("--no-log", action="store_true", help="print the metrics only; no MLflow run")
     return p.parse_args(argv)

@@ -24,8 +24,8 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from cricket_attn.data.cricsheet import OUTCOME_INDEX
-from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS, labels_of
+from cricket_attn.laws import OUTCOME_INDEX, OUTCOME_RUNS
+from cricket_attn.metrics import PROB_COLUMNS, labels_of
 
 WICKET = OUTCOME_INDEX["wicket"]
 RUN_DIRECTION = (OUTCOME_RUNS - OUTCOME_RUNS.mean()) / OUTCOME_RUNS.std()

@@ -9,44 +9,35 @@ before it was bowled; plus, for an innings still in progress, one row for the ne
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from cricket_attn.atomic import atomic_path
-from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.data.features import innings_balls
 from cricket_attn.data.histories import known_deliveries
-from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.scoring.recent import STRENGTH, since_training, strength, with_offsets
 from cricket_attn.data.sequences import UNK
+from cricket_attn.data.sources import iter_match_files
+from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.scoring.cli import (
+    CommandSummary,
+    check_out_path,
+    run_command,
+    scoring_parser,
+    unknown_players,
+    write_table,
+)
+from cricket_attn.scoring.recent import since_training, with_offsets
 from cricket_attn.scoring.serving import TrainedModel, load_trained
-from cricket_attn.simulation.state import MAX_WICKETS, dismissed, runs_ran
-from cricket_attn.data.sources import SourceError, iter_match_files
 
 OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
                   *PROB_COLUMNS, "expected_runs")  # fmt: skip
-
-
-def next_batters(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(striker, non-striker, new over?) for the ball after each delivery, by the laws: an odd
-    number of runs run swaps the batters, and so does the end of an over. A dismissed (or retired)
-    batter's place goes to the incoming batter, who is not known yet: `<unk>`."""
-    striker_out, other_out = dismissed(d)
-    striker = np.where(striker_out, UNK, d["batter"].astype(str).to_numpy(dtype=object))
-    other = np.where(other_out, UNK, d["non_striker"].astype(str).to_numpy(dtype=object))
-    legal_in_over = d["ball_in_over"].to_numpy() - 1 + d["is_legal"].to_numpy(dtype=int)
-    end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
-    swap = (runs_ran(d) % 2 == 1) ^ end_of_over
-    return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over
 
 
 def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
@@ -67,7 +58,7 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     legal_after = last["legal_ball_index"].to_numpy() + last["is_legal"].to_numpy(dtype=int)
     target = last["target_runs"].astype("Float64").fillna(np.inf).to_numpy(dtype=float)
     open_ = (legal_after < innings_balls(last)) & (fallen < MAX_WICKETS) & (scored < target)
-    striker, non_striker, new_over = (a[open_] for a in next_batters(last))
+    striker, non_striker, new_over = (a[open_] for a in crease_after(last, incoming=UNK))
     last = last[open_]
 
     nxt = last.copy()
@@ -127,83 +118,13 @@ def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules,
 
 
 @dataclass
-class Summary:
-    matches: int = 0
+class ScoringSummary(CommandSummary):
     deliveries: int = 0
     next_balls: int = 0
-    unknown_batters: list[str] = field(default_factory=list)  # batting with no embedding of their own
-    unknown_bowlers: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    out: str = ""
-    model: str = ""
-    seconds: float = 0.0
 
     def counts(self) -> list[str]:
         return [f"matches scored:     {self.matches:,}",
                 f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)"]
-
-    def __str__(self) -> str:
-        lines = [f"model:              {self.model}", *self.counts(),
-                 _names("batters unknown to the model", self.unknown_batters),
-                 _names("bowlers unknown to the model", self.unknown_bowlers),
-                 f"skipped:            {len(self.skipped)}"]
-        lines += [f"  {reason}" for reason in self.skipped]
-        lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
-        return "\n".join(lines)
-
-
-def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The batters and the bowlers of the regular innings that the model has no embedding for. A player is
-    known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
-    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-    return (sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
-            sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)))
-
-
-def _names(what: str, names: list[str], show: int = 10) -> str:
-    listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
-    return f"{what}: {len(names)}{listed}"
-
-
-def check_out_path(out: Path) -> None:
-    """Refuse, before any work, an output the command could not write."""
-    if out.suffix not in (".parquet", ".csv"):
-        raise ValueError(f"--out {out}: the file name must end in .parquet or .csv")
-    if out.is_dir():
-        raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
-    folder = next(p for p in out.resolve().parents if p.exists())  # missing folders are made
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ValueError(f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
-
-
-def write_table(frame: pd.DataFrame, out: Path) -> None:
-    """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds."""
-    with atomic_path(out) as tmp:
-        if out.suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False, float_format="%.9g")
-
-
-def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
-    """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off)."""
-    p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
-    p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
-    p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
-    p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--history", action="append", help=history)
-    p.add_argument("--recent-level", type=strength, default=recent_level, metavar="STRENGTH",
-                   help="learn the league's level from the known matches (the sources and --history data) since the "
-                   f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
-                   f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
-    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
-                   help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
-                   "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
-    p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
-    return p
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -215,13 +136,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> Summary:
+def run(args: argparse.Namespace) -> ScoringSummary:
     start = time.perf_counter()
     check_out_path(args.out)
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
     phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
-    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
+    summary = ScoringSummary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
@@ -252,20 +173,8 @@ def run(args: argparse.Namespace) -> Summary:
     return summary
 
 
-def command(prog: str, run, args: argparse.Namespace) -> int:
-    """A scoring command's `run(args)`: its summary printed and exit status 0, or a user's error (a bad
-    model, source, argument or match) as one line on standard error and exit status 2."""
-    try:
-        summary = run(args)
-    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return 2
-    print(summary)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return command("cricket-attn-predict", run, parse_args(argv))
+    return run_command("cricket-attn-predict", run, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
-from cricket_attn.metrics import OUTCOME_RUNS, PROB_COLUMNS
-from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.laws import OUTCOME_RUNS
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.model import CricketTransformer, Ensemble
 
 # What a scored frame carries about each delivery, before the probabilities.
 DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "ball_in_over", "phase",

@@ -18,11 +18,11 @@ import pandas as pd
 import torch
 
 from cricket_attn.data.deliveries import restore_types
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.scoring.probabilities import score_deliveries
-from cricket_attn.data.sequences import SequenceEncoder
 
 STRENGTH = 200.0
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from cricket_attn.scoring.checkpoints import CheckpointError, load_model
-from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.scoring.probabilities import score_deliveries
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.scoring.checkpoints import CheckpointError, load_model
+from cricket_attn.scoring.probabilities import score_deliveries
 
 CHECKPOINT_ARTIFACT = "checkpoint"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
@@ -32,7 +32,7 @@ class TrainedModel:
 
     @property
     def max_len(self) -> int:
-        """The longest sequence (an innings, or a match with unit=match) the model takes."""
+        """The longest innings (in deliveries) the model takes."""
         first = self.model.members[0] if isinstance(self.model, Ensemble) else self.model
         return first.cfg.max_len
 
@@ -40,8 +40,7 @@ class TrainedModel:
         """The matches with a sequence longer than the model takes (a Test innings, a long ODI), each
         with its longest sequence's number of deliveries; super overs are not modelled."""
         regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-        keys = ["match_id"] if self.encoder.unit == "match" else ["match_id", "innings"]
-        lengths = regular.groupby(keys, observed=True).size()
+        lengths = regular.groupby(["match_id", "innings"], observed=True).size()
         longest = lengths[lengths > self.max_len].groupby(level="match_id", observed=True).max()
         return {str(m): int(n) for m, n in longest.items()}
 
@@ -85,15 +84,6 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
     trained = from_checkpoint(path)
     trained.source = ref
     return trained
-
-
-def __getattr__(name: str):
-    """Models logged before the pyfunc wrapper moved to cricket_attn.scoring.mlflow_model import it from here."""
-    if name == "DeliveriesModel":
-        from cricket_attn.scoring.mlflow_model import DeliveriesModel
-
-        return DeliveriesModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, example_scored: pd.DataFrame,

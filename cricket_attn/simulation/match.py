@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.laws import MAX_WICKETS
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import MAX_WICKETS, InningsSetup, InningsState, replay, squads
+from cricket_attn.simulation.state import InningsSetup, InningsState, replay, squads
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 PROJECTION_COLUMNS = (
@@ -101,7 +102,7 @@ def simulate_points(sim: Simulator, points: list[Point], innings: pd.DataFrame, 
     caches = sim.encode_innings(innings, points[0].state.setup)
     rows = torch.arange(len(points)).repeat_interleave(n)
     seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
-    caches = [c.share(seen) if c.length else c for c in caches]
+    caches = [c.share_rows(seen) if c.length else c for c in caches]
     state = InningsState.stack([p.state for p in points]).take(rows)
     bowlers = bowlers or BowlerChoice.for_innings(state, sim.usage, team, date)
     return sim.roll(state, caches, bowlers, generator)
@@ -190,7 +191,7 @@ def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFram
         points = ctx.points(sim, number, chosen)
         if points:
             end, wins = ctx.simulate(sim, number, points, n, generator)
-            rows += _rows(points, inn, ctx.match_id, number, ctx.teams[number], end, wins, n,
+            rows += _projection_rows(points, inn, ctx.match_id, number, ctx.teams[number], end, wins, n,
                           ctx.target() if number == 2 else None)
     return pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
 
@@ -213,13 +214,13 @@ class ForcedOver(BowlerChoice):
         return p
 
 
-def next_over_bowlers(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
+def next_over_bowler_choices(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
                       seed: int = 0) -> pd.DataFrame:
     """For a match in progress: the chasing side's win probability (and the batting side's projected total)
     under each player the fielding side may give the next over to, with the Monte Carlo standard error.
     Every choice is simulated with the same seed: they are compared on the same random draws."""
     ctx = MatchContext.of(deliveries, matches)
-    number, point = _live_point(sim, ctx)
+    number, point = _state_now(sim, ctx)
     state, setup = point.state, ctx.setups[number]
     rule = BowlerChoice.for_innings(state, sim.usage, ctx.teams[3 - number], ctx.date)
     eligible = state.bowler_overs[0] < rule.quota
@@ -252,13 +253,13 @@ def with_next_batter(setup: InningsSetup, innings: pd.DataFrame, player: str) ->
                    [p for p in waiting if p != player])
 
 
-def next_batters(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
+def next_batter_choices(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
                  seed: int = 0) -> pd.DataFrame:
     """For a match in progress: the chasing side's win probability (and the batting side's projected total)
     with each player yet to bat as the next to come in, with the Monte Carlo standard error; `position` is
     his place among those waiting in the batting order (1: the one the order sends in). Same seed for each."""
     ctx = MatchContext.of(deliveries, matches)
-    number = _live(ctx)
+    number = _innings_in_progress(ctx)
     inn, setup = ctx.innings[number], ctx.setups[number]
     batted = _batted(setup, inn)
     waiting = [p for p in setup.batting if p not in batted]
@@ -267,22 +268,22 @@ def next_batters(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame
     rows = []
     for position, player in enumerate(waiting, 1):
         what_if = replace(ctx, setups={**ctx.setups, number: with_next_batter(setup, inn, player)})
-        _, point = _live_point(sim, what_if)
+        _, point = _state_now(sim, what_if)
         rows.append({"batter": player, "position": position, **_what_if(sim, what_if, number, point, n, seed)})
     # Best first for the batting side: the chasing side's highest chance when it bats, its lowest when it bowls.
     return pd.DataFrame(rows).sort_values("win_probability", ascending=number == 1, ignore_index=True)
 
 
-def _live(ctx: MatchContext) -> int:
+def _innings_in_progress(ctx: MatchContext) -> int:
     number = ctx.live()
     if number is None:
         raise StateError(f"match {ctx.match_id}: the match is over; nothing to choose")
     return number
 
 
-def _live_point(sim: Simulator, ctx: MatchContext) -> tuple[int, Point]:
+def _state_now(sim: Simulator, ctx: MatchContext) -> tuple[int, Point]:
     """The innings in progress and its state now."""
-    number = _live(ctx)
+    number = _innings_in_progress(ctx)
     (point,) = ctx.points(sim, number, [len(ctx.innings[number])])
     return number, point
 
@@ -311,7 +312,7 @@ def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) 
     return bool(wickets >= MAX_WICKETS or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target))
 
 
-def _rows(points: list[Point], innings: pd.DataFrame, match_id: str, number: int, team: str, end: InningsEnd,
+def _projection_rows(points: list[Point], innings: pd.DataFrame, match_id: str, number: int, team: str, end: InningsEnd,
           wins: torch.Tensor, n: int, target: float | None) -> list[dict]:
     totals = end.runs.double().view(len(points), n)
     wins = wins.view(len(points), n)

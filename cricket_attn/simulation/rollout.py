@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import PhaseRules
-from cricket_attn.model import CricketTransformer, Ensemble, KVCache
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.laws import OUTCOMES
+from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring.form import PlayerForm
+from cricket_attn.shared_cache import SimulationCache
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
-from cricket_attn.simulation.state import InningsSetup, InningsState, side_histories
-
+from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histories
 
 # The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
 # back (docs/experiments.md).
@@ -100,12 +100,12 @@ class Simulator:
     def max_len(self) -> int:
         return self.members[0].cfg.max_len
 
-    def new_caches(self) -> list[KVCache]:
-        return [KVCache(m.cfg.n_layers) for m in self.members]
+    def new_caches(self) -> list[SimulationCache]:
+        return [SimulationCache(m.cfg.n_layers) for m in self.members]
 
     @torch.no_grad()
-    def encode_innings(self, innings: pd.DataFrame, setup: InningsSetup | None = None) -> list[KVCache]:
-        """The caches after every real ball of one innings (`KVCache.share` cuts them for earlier states). A
+    def encode_innings(self, innings: pd.DataFrame, setup: InningsSetup | None = None) -> list[SimulationCache]:
+        """The caches after every real ball of one innings (`share_rows` cuts them for earlier states). A
         model reading players' histories reads those of `setup`'s sides, by the slots the simulations use."""
         caches = self.new_caches()
         if len(innings):
@@ -114,7 +114,7 @@ class Simulator:
             if self.encoder.history_balls:
                 if setup is None:
                     raise ValueError("the model reads players' histories: encode_innings needs the innings' setup")
-                batch.update(side_histories(self.encoder, setup))
+                batch.update(slot_histories(self.encoder, setup))
                 for role, side in (("batter", setup.batting), ("bowler", setup.bowling)):
                     slot = {name: i for i, name in enumerate(side)}
                     batch[f"{role}_slot"] = torch.as_tensor([[slot[str(p)] for p in innings[role]]])
@@ -122,7 +122,7 @@ class Simulator:
             self.log_probs(batch, caches)
         return caches
 
-    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[KVCache],
+    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[SimulationCache],
                   shift: torch.Tensor | None = None) -> torch.Tensor:
         """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches, moved by
         the match's class offsets and each row's `shift` (B, classes), if any."""
@@ -172,7 +172,7 @@ class Simulator:
         return tilted / tilted.sum(1, keepdim=True)
 
     @torch.no_grad()
-    def roll(self, state: InningsState, caches: list[KVCache], bowlers: BowlerChoice,
+    def roll(self, state: InningsState, caches: list[SimulationCache], bowlers: BowlerChoice,
              generator: torch.Generator | None = None, keep_states: bool = False):
         """Play every simulation of `state` to the end of its innings. `caches` hold the balls before the state
         (one row, shared, or one per simulation). Returns an InningsEnd, and with `keep_states` also each
@@ -190,11 +190,11 @@ class Simulator:
             if held not in (1, n):
                 raise ValueError(f"the caches hold {held} rows: give one (shared) or one per simulation ({n})")
             if held == 1:  # every simulation reads the one row's balls, held once
-                caches = [c.rows(torch.zeros(n, dtype=torch.long)) if c.shared is not None else c.share(torch.full((n,), c.length))
-                          for c in caches]
+                caches = [c.take_rows(torch.zeros(n, dtype=torch.long)) if c.shared is not None
+                          else c.share_rows(torch.full((n,), c.length)) for c in caches]
         # The players' and venue's rates are fixed per slot within the innings: their share of the numeric
         # layer is computed once, not at every ball (exact; about a third of a step's multiply-adds).
-        by_slot = all([m.cache_rates(c, *state.rates()) for m, c in zip(self.members, caches)])
+        by_slot = all([c.keep_rates(m, state.rates()) for m, c in zip(self.members, caches)])
         z = self.innings_draws(n, generator)
         u = None if z is None else self.run_direction()  # once per roll, not per ball
         form = self.form_offsets(state)
@@ -227,7 +227,7 @@ class Simulator:
                 keep = torch.nonzero(~done)[:, 0]
                 state, alive, ended = state.take(keep), alive[keep], ended[keep]
                 z = None if z is None else z[keep]
-                caches = [c.rows(keep) for c in caches]
+                caches = [c.take_rows(keep) for c in caches]
                 done = ended
             new_over = state.over_complete() & ~done
             if bool(new_over.any()):

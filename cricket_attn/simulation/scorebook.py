@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import OUTCOMES
 from cricket_attn.simulation.state import Delivery
 
 ENTRY_FIELDS = tuple(f.name for f in fields(Delivery))

@@ -20,24 +20,27 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn.scoring import predict
-
 from cricket_attn import progress
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.histories import known_deliveries
-from cricket_attn.scoring.predict import check_out_path, command, scoring_parser, unknown_players, write_table
+from cricket_attn.data.sources import iter_match_files
+from cricket_attn.scoring import cli
 from cricket_attn.scoring.recent import STRENGTH, since_training, strength
 from cricket_attn.scoring.serving import load_trained
-from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, next_batters, next_over_bowlers,
-                                          project_match)
+from cricket_attn.simulation.match import (
+    PROJECTION_COLUMNS,
+    MatchContext,
+    next_batter_choices,
+    next_over_bowler_choices,
+    project_match,
+)
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import SPREAD, Simulator
-from cricket_attn.data.sources import iter_match_files
 
 
 @dataclass
-class Summary(predict.Summary):
+class SimulationSummary(cli.CommandSummary):
     states: int = 0
     sims: int = 0
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
@@ -61,11 +64,11 @@ def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, arg
     inn = ctx.innings[number]
     score = f"{int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())} after {int(inn['is_legal'].sum())} balls"
     if question == "bowler":
-        table = next_over_bowlers(sim, match, matches, n=args.sims, seed=args.seed)
+        table = next_over_bowler_choices(sim, match, matches, n=args.sims, seed=args.seed)
         asked, note = f"who bowls over {table['over'].iloc[0]}?", ""
         table = table.drop(columns="over")
     else:
-        table = next_batters(sim, match, matches, n=args.sims, seed=args.seed)
+        table = next_batter_choices(sim, match, matches, n=args.sims, seed=args.seed)
         asked, note = "who comes in next?", "; position: his place in the batting order, 1 the next as listed"
     head = (f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
             f"{args.sims} simulations each, the same seed for every choice{note})")
@@ -73,7 +76,7 @@ def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, arg
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
+    p = cli.scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
                        "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
                        "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
                        "archive)", recent_level=STRENGTH)
@@ -93,16 +96,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> Summary:
+def run(args: argparse.Namespace) -> SimulationSummary:
     start = time.perf_counter()
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
-    check_out_path(args.out)
+    cli.check_out_path(args.out)
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
-    summary = Summary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
+    summary = SimulationSummary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> Summary:
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(PROJECTION_COLUMNS))
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
-    write_table(out, args.out)
+    cli.write_table(out, args.out)
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     if args.plots:
         for match_id, match in simulated:
@@ -139,14 +142,14 @@ def run(args: argparse.Namespace) -> Summary:
                                                     question))
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
-    summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
+    summary.unknown_batters, summary.unknown_bowlers = cli.unknown_players(trained.encoder, tables.deliveries)
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    return command("cricket-attn-simulate", run, parse_args(argv))
+    return cli.run_command("cricket-attn-simulate", run, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 On the test seasons (by default 2025-2026, the model fitted through 2024): the chase's win probability
 from every over start and the first-innings total after 6, 10 and 15 overs, against match-level baselines
-fitted on the same seasons (`cricket_attn.simulation.evaluation`). Writes the tables, the reliability
+fitted on the same seasons (`cricket_attn.simulation.against_baselines`). Writes the tables, the reliability
 diagram and a few matches' pictures to --out, and logs one run (tag model_family=simulator) beside the
 ball-level runs.
 """
@@ -21,18 +21,18 @@ from omegaconf import OmegaConf
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.scoring.checkpoints import CheckpointError
+from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.sources import SourceError
 from cricket_attn.metrics import markdown_table, save_figure
+from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import STRENGTH, since_training, strength
 from cricket_attn.scoring.serving import load_trained
-from cricket_attn.simulation import checks
-from cricket_attn.simulation.evaluation import evaluate
+from cricket_attn.simulation import realism
+from cricket_attn.simulation.against_baselines import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import SPREAD, Simulator
-from cricket_attn.data.sources import SourceError
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="tilt each simulated ball by its batter's and bowler's form in the matches since the model's "
                    "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
     p.add_argument("--data", default="ipl")
-    p.add_argument("--tracking-uri", default=tracking.DEFAULT_TRACKING_URI)
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
     return p.parse_args(argv)
 
@@ -80,7 +80,7 @@ def plot_reliability(table, path: Path, n: int) -> Path:
 
 
 def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) -> dict[str, tuple[str, object]]:
-    """Where the simulator can go wrong, each measured on its own (`cricket_attn.simulation.checks`), on the
+    """Where the simulator can go wrong, each measured on its own (`cricket_attn.simulation.realism`), on the
     last training season and the test seasons: name -> (title, table)."""
     train = d[d["season"].between(sim.encoder.first_season, args.train_until)]
     shown = d[d["season"].isin([args.train_until, *args.test])]
@@ -89,22 +89,22 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
     why = {
         "levels": ("Per delivery, real against the model (each ball predicted from the real balls before it, valued "
                    "by the training seasons' class values; gap per innings: model minus real, times an innings' "
-                   "deliveries):", checks.per_ball_levels(sim, shown, train, levels)),
+                   "deliveries):", realism.per_ball_levels(sim, shown, train, levels)),
         "extras": ("Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
-                   checks.extras_values(train, d[d["season"].isin(args.test)])),
+                   realism.extras_values(train, d[d["season"].isin(args.test)])),
         "bowlers": ("The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
-                    "even: drawing evenly among those who may bowl it):", checks.bowler_rule_fit(sim, shown, matches)),
+                    "even: drawing evenly among those who may bowl it):", realism.bowler_rule_fit(sim, shown, matches)),
     }
     if args.check_sims:
-        per_innings = checks.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed, levels)
+        per_innings = realism.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed, levels)
         why["from_the_start"] = (f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
-                                 "each, the chase with its real target):", checks.season_table(per_innings))
+                                 "each, the chase with its real target):", realism.season_table(per_innings))
     if args.who_sims:
-        per_point = checks.who_plays(sim, shown, matches, n=args.who_sims, seed=args.seed, levels=levels)
+        per_point = realism.who_plays(sim, shown, matches, n=args.who_sims, seed=args.seed, levels=levels)
         why["who_plays"] = (f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
                             f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
                             f"real batting order, and both ({args.who_sims} simulations from each state, the same draws "
-                            "for each):", checks.who_plays_table(per_point))
+                            "for each):", realism.who_plays_table(per_point))
     return why
 
 

@@ -1,9 +1,9 @@
 """The state of N simulations of one innings, one delivery at a time, in torch tensors.
 
-`InningsState.inputs` gives the model, for the next ball, exactly the inputs the training pipeline gives it
-(`features.match_state` and `SequenceEncoder.encode`): the tests replay real innings through `record` and
-compare every ball. The rules of the game that move the state (strike, the end of an over, who is out) live
-here too, and the prediction script uses the same ones for the ball after a real innings' last.
+`InningsState.inputs` gives the model, for the next ball, exactly the inputs the training pipeline gives it:
+the match state comes from the same definitions (`features.ball_counts` and `features.state_matrix`), the
+rest as `SequenceEncoder.encode` makes it; the tests replay real innings through `record` and compare every
+ball. The laws that move the state (strike, the end of an over, who is out) are `cricket_attn.laws`.
 """
 
 from __future__ import annotations
@@ -14,37 +14,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOME_INDEX, OUTCOMES
 from cricket_attn.data.deliveries import PhaseRules
-from cricket_attn.data.features import STATE_COLUMNS, bowler_wickets, innings_balls
-from cricket_attn.model import START_OF_INNINGS
+from cricket_attn.data.features import RECENT, RECENT_COLUMNS, ball_counts, innings_balls, state_matrix
 from cricket_attn.data.sequences import UNK, SequenceEncoder
-
-MAX_WICKETS = 10
-RECENT = 6  # the last six deliveries, summarised as the last6_* features
-_DOT, _FOUR, _SIX = OUTCOME_INDEX["dot"], OUTCOME_INDEX["4"], OUTCOME_INDEX["6"]
-_WIDE, _NOBALL = OUTCOME_INDEX["wide"], OUTCOME_INDEX["noball"]
-
-
-def runs_ran(d: pd.DataFrame) -> np.ndarray:
-    """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a wide or
-    no-ball are not run; byes, leg-byes and runs off wides and no-balls are. An odd number swaps the ends."""
-    non_boundary = d["runs_non_boundary"].to_numpy(dtype=bool)
-    bat = d["runs_batter"].to_numpy()
-    bat = np.where(np.isin(bat, (4, 6)) & ~non_boundary, 0, bat)
-    byes = (d["runs_byes"] + d["runs_legbyes"]).to_numpy()
-    byes = np.where((byes == 4) & ~non_boundary, 0, byes)
-    wides = np.maximum(d["runs_wides"].to_numpy() - 1, 0)
-    wides = np.where((wides == 4) & ~non_boundary, 0, wides)
-    return bat + byes + wides
-
-
-def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(striker out, non-striker out) on each delivery, from `player_out` (retirements included)."""
-    out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
-    striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
-    other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
-    return striker, other
+from cricket_attn.laws import (
+    MAX_WICKETS,
+    OUTCOME_INDEX,
+    OUTCOMES,
+    START_OF_INNINGS,
+    bowler_wickets,
+    dismissed,
+    runs_ran,
+    swaps_ends,
+)
 
 
 @dataclass
@@ -153,7 +135,7 @@ class InningsState:
                  target: torch.Tensor | float | None = None):
         self.setup, self.encoder, self.n = setup, encoder, n
         # Fixed for the innings: each slot's ids and rates, the venue's, and the phase of every (over, ball).
-        bat, bowl = _fill(setup.batting), _fill(setup.bowling)
+        bat, bowl = side_slots(setup.batting), side_slots(setup.bowling)
         self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat, dtype=object)))
         self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl, dtype=object)))
         rates = encoder.rates
@@ -162,14 +144,12 @@ class InningsState:
         self.venue_rates = torch.as_tensor(rates["venue"].transform(pd.DataFrame({"venue": [setup.venue]}))[0],
                                            dtype=torch.float64)
         self.venue_id = int(encoder.venues.encode(pd.Series([setup.venue]))[0])
-        self.season_slot = int(encoder.season_slot(pd.Series([setup.season]))[0])
-        self.season_index = float(min(setup.season, encoder.last_season) - 2008)
         self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
         self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
         self.phase_table = _phase_table(phases, setup)  # (overs, balls + 1)
         # A model reading players' histories: each slot's as of the match's date, (1, slots, K, fields) per
         # role, which the model encodes once per innings into its cache; each ball names its two players' slots.
-        self.histories = side_histories(encoder, setup) if encoder.history_balls else {}
+        self.histories = slot_histories(encoder, setup) if encoder.history_balls else {}
 
         long = dict(dtype=torch.long)
         zeros = lambda *shape: torch.zeros(n, *shape, **long)  # noqa: E731
@@ -187,61 +167,54 @@ class InningsState:
         self.over_bowler = torch.full((n, setup.balls // setup.balls_per_over + 4), -1, **long)  # who bowled each over
         self.last_bowler = torch.full((n,), -1, **long)  # who bowled the previous over
         self.partnership_runs, self.partnership_balls = zeros(), zeros()
-        self.recent = zeros(RECENT, 5)  # the last six deliveries: runs, dot, boundary, wickets, wide or no-ball
+        self.recent = zeros(RECENT, len(RECENT_COLUMNS))  # the last six deliveries, summed up as RECENT_COLUMNS
         self.fours, self.sixes = zeros(), zeros()  # the innings' boundaries (for checking simulations, not an input)
 
     # --- what the model reads ---
 
     def numeric(self, with_rates: bool = True) -> torch.Tensor:
-        """(N, F) standardised numeric features, in the encoder's order: STATE_COLUMNS, then the striker's,
-        the bowler's and the venue's rates (without them, (N, len(STATE_COLUMNS)))."""
-        f64 = lambda t: t.to(torch.float64)  # noqa: E731
-        n = self.n
-        bpo = float(self.setup.balls_per_over)
-        runs, legal = f64(self.runs), f64(self.legal)
-        balls_left = (self.setup.balls - legal).clamp(min=0)
-        chase = self.target > 0
-        needed = torch.where(chase, self.target - runs, 0.0)
-        required = torch.where(chase, (needed / balls_left.clamp(min=1) * bpo).clamp(-6, 36), 0.0)
-        rows = torch.arange(n)
-        recent = f64(self.recent.sum(1))  # (N, 5)
-        state = {
-            "runs_before": runs, "wickets_before": f64(self.wickets), "legal_balls_before": legal,
-            "balls_left": balls_left, "run_rate": runs / legal.clamp(min=1) * bpo, "is_chase": f64(chase),
-            "runs_needed": needed, "required_rate": required, "target": self.target,
-            "batter_runs_before": f64(self.batter_runs[rows, self.striker]),
-            "batter_balls_before": f64(self.batter_faced[rows, self.striker]),
-            "bowler_balls_before": f64(self.bowler_balls[rows, self.bowler]),
-            "bowler_runs_before": f64(self.bowler_runs[rows, self.bowler]),
-            "bowler_wickets_before": f64(self.bowler_wickets[rows, self.bowler]),
-            "partnership_runs": f64(self.partnership_runs), "partnership_balls": f64(self.partnership_balls),
-            "after_noball": f64(self.prev_outcome == _NOBALL),
-            "last6_runs": recent[:, 0], "last6_dots": recent[:, 1], "last6_boundaries": recent[:, 2],
-            "last6_wickets": recent[:, 3], "last6_extras": recent[:, 4],
-            "ball_in_over": f64(self.legal_in_over + 1), "season_index": torch.full((n,), self.season_index,
-                                                                                     dtype=torch.float64),
+        """(N, F) standardised numeric features, in the encoder's order: STATE_COLUMNS (`state_matrix`, as in
+        training), then the striker's, the bowler's and the venue's rates (without them, (N, len(STATE_COLUMNS)))."""
+        rows = torch.arange(self.n)
+        recent = self.recent.sum(1)  # (N, 5)
+        counted = {
+            "runs_before": self.runs, "wickets_before": self.wickets, "legal_balls_before": self.legal,
+            "batter_runs_before": self.batter_runs[rows, self.striker],
+            "batter_balls_before": self.batter_faced[rows, self.striker],
+            "bowler_balls_before": self.bowler_balls[rows, self.bowler],
+            "bowler_runs_before": self.bowler_runs[rows, self.bowler],
+            "bowler_wickets_before": self.bowler_wickets[rows, self.bowler],
+            "partnership_runs": self.partnership_runs, "partnership_balls": self.partnership_balls,
+            "after_noball": self.prev_outcome == OUTCOME_INDEX["noball"],
+            **{name: recent[:, i] for i, name in enumerate(RECENT_COLUMNS)},
+            "ball_in_over": self.legal_in_over + 1,
         }  # fmt: skip
-        columns = torch.stack([state[c] for c in STATE_COLUMNS], 1)
+        setup = self.setup
+        columns = state_matrix(counted, setup.balls, setup.balls_per_over, self.target, setup.season,
+                               self.encoder.last_season)
         if not with_rates:
             k = columns.size(1)
             return (columns.float() - self.mean[:k]) / self.std[:k]
         x = torch.cat([columns, self.batter_rates[self.striker], self.bowler_rates[self.bowler],
-                       self.venue_rates.expand(n, -1)], dim=1).float()
+                       self.venue_rates.expand(self.n, -1)], dim=1).float()
         return (x - self.mean) / self.std
 
-    def rates(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every batting slot's, every bowling slot's and the venue's rates, standardised as `numeric` does:
-        (batting slots, k), (bowling slots, k), (k,)."""
-        start, k = len(STATE_COLUMNS), self.batter_rates.size(1)
-        parts = (self.batter_rates, self.bowler_rates, self.venue_rates)
-        return tuple(((part.float() - self.mean[a:a + k]) / self.std[a:a + k])
-                     for a, part in zip((start, start + k, start + 2 * k), parts))
+    def rates(self) -> list[tuple[int, torch.Tensor]]:
+        """Every batting slot's, every bowling slot's and the venue's rates, standardised as `numeric` does,
+        each with the place of its first feature among the numeric features: (batting slots, k), (bowling
+        slots, k), (k,)."""
+        out = []
+        for column, part in (("batter", self.batter_rates), ("bowler", self.bowler_rates), ("venue", self.venue_rates)):
+            start = self.encoder.rate_start(column)
+            at = slice(start, start + part.size(-1))
+            out.append((start, (part.float() - self.mean[at]) / self.std[at]))
+        return out
 
     def inputs(self, rates_by_slot: bool = False) -> dict[str, torch.Tensor]:
         """The model's inputs for the next ball of every simulation, as (N, 1) tensors (`numeric` (N, 1, F)).
         With `rates_by_slot`, `numeric` holds the match state alone, and `rate_slots` (N, 1, 2), the striker's
         and the bowler's slots, say whose rates to take from the tables the model keeps in its cache
-        (`CricketTransformer.cache_rates`)."""
+        (`SimulationCache.keep_rates`)."""
         n, rows = self.n, torch.arange(self.n)
         full = lambda v: torch.full((n,), v, dtype=torch.long)  # noqa: E731
         batch = {
@@ -251,7 +224,6 @@ class InningsState:
             "phase": self.phase_table[self.over.clamp(max=self.phase_table.size(0) - 1),
                                       self.legal.clamp(max=self.phase_table.size(1) - 1)],
             "batter_balls": self.batter_faced[rows, self.striker], "bowler_balls": self.bowler_balls[rows, self.bowler],
-            "season": full(self.season_slot),
         }  # fmt: skip
         if rates_by_slot:
             batch["rate_slots"] = torch.stack([self.striker, self.bowler], dim=1)
@@ -268,29 +240,28 @@ class InningsState:
         (an odd number of runs run swaps them; a dismissed batter's place goes to the next in the order)."""
         rows = torch.arange(self.n)
         total, legal = ball.runs_total, ball.legal.long()
-        wide = (ball.runs_wides > 0) | (ball.outcome == _WIDE)  # a wide is not a ball faced
+        adds = ball_counts(ball.outcome, total, ball.runs_batter, ball.runs_wides, ball.runs_noballs, ball.bowler_wicket)
         self.runs += total
         self.wickets += ball.wickets
         self.batter_runs[rows, self.striker] += ball.runs_batter
-        self.batter_faced[rows, self.striker] += (~wide).long()
+        self.batter_faced[rows, self.striker] += adds["faced"].long()
         self.bowler_balls[rows, self.bowler] += legal
-        self.bowler_runs[rows, self.bowler] += ball.runs_batter + ball.runs_wides + ball.runs_noballs  # not byes
-        self.bowler_wickets[rows, self.bowler] += ball.bowler_wicket.long()
+        self.bowler_runs[rows, self.bowler] += adds["conceded"]
+        self.bowler_wickets[rows, self.bowler] += adds["bowler_wickets"].long()
         fell = ball.wickets > 0
         self.partnership_runs = torch.where(fell, 0, self.partnership_runs + total)
         self.partnership_balls = torch.where(fell, 0, self.partnership_balls + legal)
-        summary = torch.stack([total, (ball.outcome == _DOT).long(),
-                               ((ball.outcome == _FOUR) | (ball.outcome == _SIX)).long(), ball.wickets,
-                               ((ball.outcome == _WIDE) | (ball.outcome == _NOBALL)).long()], dim=1)
+        summary = torch.stack([total, adds["dots"].long(), adds["boundaries"].long(), ball.wickets,
+                               adds["extras"].long()], dim=1)  # RECENT_COLUMNS
         self.recent = torch.cat([self.recent[:, 1:], summary[:, None]], dim=1)
         self.prev_outcome = ball.outcome.clone()
-        self.fours += (ball.outcome == _FOUR).long()
-        self.sixes += (ball.outcome == _SIX).long()
+        self.fours += (ball.outcome == OUTCOME_INDEX["4"]).long()
+        self.sixes += (ball.outcome == OUTCOME_INDEX["6"]).long()
         self.legal += legal
         self.legal_in_over += legal
         self.deliveries += 1
         # The batters: ends change on an odd number run; the dismissed make way for the next in the order.
-        swap = ball.ran % 2 == 1
+        swap = swaps_ends(ball.ran)
         self.striker, self.non_striker = (torch.where(swap, self.non_striker, self.striker),
                                           torch.where(swap, self.striker, self.non_striker))
         striker_out = torch.where(swap, ball.non_striker_out, ball.striker_out)
@@ -376,18 +347,18 @@ _PER_SIMULATION = (
 )  # fmt: skip
 
 
-def _fill(players: list[str], size: int = 11) -> list[str]:
+def side_slots(players: list[str], size: int = 11) -> list[str]:
     """A side of at least `size` slots: unlisted players are `<unk>` (the model's unknown player)."""
     return [*players, *[UNK] * max(size - len(players), 0)]
 
 
-def side_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, torch.Tensor]:
+def slot_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, torch.Tensor]:
     """`batter_history` and `bowler_history`, (1, slots, K, fields): the players' histories of each slot of
-    the batting and the bowling side (`<unk>` fills: none) as of the match's date (`SequenceEncoder.side_histories`)."""
+    the batting and the bowling side (`<unk>` fills: none) as of the match's date (`SequenceEncoder.histories_of`)."""
     if setup.date is None:
         raise ValueError("the model reads players' histories, which are as of the match's date: the innings "
                          "setup has no date")
-    return {f"{role}_history": torch.as_tensor(encoder.side_histories(role, _fill(side), setup.date))[None]
+    return {f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date))[None]
             for role, side in (("batter", setup.batting), ("bowler", setup.bowling))}
 
 

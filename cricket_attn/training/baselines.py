@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -28,48 +27,28 @@ from sklearn.preprocessing import StandardScaler
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
-from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.features import N_CLASSES, RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
-from cricket_attn.metrics import (KEY_COLUMNS, PROB_COLUMNS, labels_of, paired_by_state, paired_difference,
-                                  plot_comparison)
-from cricket_attn.scoring.probabilities import DELIVERY_COLUMNS
+from cricket_attn.data.features import TabularFeatures
 from cricket_attn.data.splits import SeasonSplit, season_range
+from cricket_attn.laws import N_OUTCOMES
+from cricket_attn.metrics import (
+    KEY_COLUMNS,
+    PROB_COLUMNS,
+    labels_of,
+    paired_by_state,
+    paired_difference,
+    plot_comparison,
+)
+from cricket_attn.scoring.probabilities import DELIVERY_COLUMNS
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TabularFeatures:
-    """Handcrafted pre-ball features: the match state, the over, and players' and venues' shrunk
-    outcome rates (target encodings) fitted on the fitting seasons only, out of fold for their rows."""
-
-    rates: dict[str, OutcomeRates]
-    last_season: int
-
-    @classmethod
-    def fit_transform(cls, fit_on: pd.DataFrame, strength: float) -> tuple[TabularFeatures, np.ndarray]:
-        feats = cls({c: OutcomeRates(c, strength).fit(fit_on) for c in RATE_COLUMNS}, int(fit_on["season"].max()))
-        return feats, feats._matrix(fit_on, [r.out_of_fold(fit_on) for r in feats.rates.values()])
-
-    def transform(self, d: pd.DataFrame) -> np.ndarray:
-        return self._matrix(d, [r.transform(d) for r in self.rates.values()])
-
-    def _matrix(self, d: pd.DataFrame, rates: list[np.ndarray]) -> np.ndarray:
-        state = match_state(d, self.last_season).to_numpy()
-        return np.hstack([state, d[["over"]].to_numpy(dtype=np.float32), *rates]).astype(np.float32)
-
-    @staticmethod
-    def names() -> list[str]:
-        rates = [f"{c}_{kind}" for c in RATE_COLUMNS for kind in [*OUTCOMES, "log_n"]]
-        return [*STATE_COLUMNS, "over", *rates]
 
 
 class Marginal:
     """The training class mix, for every ball."""
 
     def fit(self, X, y):
-        self.prior = np.bincount(y, minlength=N_CLASSES) / len(y)
+        self.prior = np.bincount(y, minlength=N_OUTCOMES) / len(y)
         return self
 
     def predict_proba(self, X):
@@ -88,14 +67,14 @@ class FrequencyTable:
         return X[list(self.COLUMNS)].astype(str).agg("|".join, axis=1)
 
     def fit(self, X: pd.DataFrame, y: np.ndarray):
-        self.prior = np.bincount(y, minlength=N_CLASSES) / len(y)
-        counts = pd.crosstab(self._cells(X).to_numpy(), y).reindex(columns=range(N_CLASSES), fill_value=0)
+        self.prior = np.bincount(y, minlength=N_OUTCOMES) / len(y)
+        counts = pd.crosstab(self._cells(X).to_numpy(), y).reindex(columns=range(N_OUTCOMES), fill_value=0)
         self.table = (counts + self.strength * self.prior).div(counts.sum(axis=1) + self.strength, axis=0)
         return self
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         found = self.table.reindex(self._cells(X).to_numpy())
-        return found.fillna(pd.Series(self.prior, index=range(N_CLASSES))).to_numpy()
+        return found.fillna(pd.Series(self.prior, index=range(N_OUTCOMES))).to_numpy()
 
 
 def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
@@ -196,7 +175,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                       **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
             params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
             tracking.log_params(uri, run_id, params)
-            tracking.log_datasets(uri, run_id, {"train": fit_final, "test": test}, ", ".join(tables.sources), tables.key)
+            tracking.log_datasets(uri, run_id, {"train": (season_range(fit_final), fit_final), "test": (season_range(test), test)}, ", ".join(tables.sources), tables.key)
             metrics = tracking.log_scored(uri, run_id, scored, "test", name)
             client.log_metric(run_id, "fit_seconds", seconds)
             row = {"model": name, **{k: metrics[k] for k in ("log_loss", "brier", "accuracy", "ece")}, "run_id": run_id}

@@ -16,9 +16,9 @@ from pytorch_lightning.callbacks import TQDMProgressBar
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
 from cricket_attn import progress
-from cricket_attn.scoring.checkpoints import CheckpointError, check_fits, read
-from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
 from cricket_attn.data.sequences import IGNORE
+from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
+from cricket_attn.scoring.checkpoints import CheckpointError, check_fits, model_settings, read
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,6 @@ class BallOutcomeModule(pl.LightningModule):
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test")
 
-    def predict_step(self, batch, batch_idx):
-        return self.model(batch).softmax(-1)
-
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(parameter_groups(self, self.hparams.weight_decay), lr=self.hparams.lr,
                                       betas=tuple(self.hparams.betas))
@@ -104,17 +101,16 @@ class BallOutcomeModule(pl.LightningModule):
 
 
 def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: weight decay on matrices only. Biases and norms are left alone, and so are the
-    periodic embedding's learned frequencies (a matrix, but shrinking a frequency blurs its feature).
-    Embedding tables are decayed: a season's vector shrinks towards the seasons' shared level."""
+    """AdamW groups: weight decay on matrices (embedding tables included) only; biases and norms are left alone."""
     named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-    keep = [p.dim() >= 2 and not n.endswith("frequencies") for n, p in named]
+    keep = [p.dim() >= 2 for _, p in named]
     return [{"params": [p for (_, p), k in zip(named, keep) if k], "weight_decay": weight_decay},
             {"params": [p for (_, p), k in zip(named, keep) if not k], "weight_decay": 0.0}]
 
 
 def _module_from(ckpt: dict) -> BallOutcomeModule:
-    module = BallOutcomeModule(**ckpt["hyper_parameters"])
+    settings = dict(ckpt["hyper_parameters"])
+    module = BallOutcomeModule(**{**settings, "model": model_settings(settings["model"])})
     module.on_load_checkpoint(ckpt)
     module.load_state_dict(ckpt["state_dict"])
     return module.eval()

@@ -27,18 +27,18 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from cricket_attn import progress, tracking
-from cricket_attn.attention import log_attention
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.scoring.checkpoints import load_model, save_final
-from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
-from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
-from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
-from cricket_attn.scoring.probabilities import score_deliveries
 from cricket_attn.data.sequences import QUANTILE_STEPS
 from cricket_attn.data.sources import SourceError
 from cricket_attn.data.splits import SeasonSplit, season_range
+from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
+from cricket_attn.scoring.attention import log_attention
+from cricket_attn.scoring.checkpoints import load_model, save_final
+from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -153,14 +153,14 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     split = cfg.data.split
     fit_seasons, val_seasons = f"up to {split.train_until}", "/".join(map(str, split.validation))
     if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
-        clock = progress.Stopwatch()
         log.info("data: reading the deliveries, fitting the encoder%s on seasons %s",
                  " and the teacher" if cfg.data.get("teacher") else "", fit_seasons)
         dm.prepare_data()
         dm.setup("fit")
         parts = dm.split.split(dm.tables.deliveries)
         if run.tracked and not resuming:
-            tracking.log_datasets(run.uri, run.run_id, parts, ", ".join(dm.tables.sources), dm.tables.key)
+            named = {context: (season_range(d), d) for context, d in parts.items()}
+            tracking.log_datasets(run.uri, run.run_id, named, ", ".join(dm.tables.sources), dm.tables.key)
         log.info("selection: training on %s, choosing the epoch count on %s (early stopping)",
                  season_range(parts["train"]), val_seasons)
         clock = progress.Stopwatch()
@@ -212,7 +212,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         final = members
     else:
         dm.prepare_data()
-        dm.setup("test")  # a no-op after fitting
+        dm.setup("test")  # the data, for a run resumed past its selection stage (else already set up)
         final = [best_path] if best_path else []
     temperature = run.state.get("calibration", {}).get("temperature")
     if len(final) > 1 or (final and temperature is not None):
@@ -291,7 +291,7 @@ def preflight(cfg: DictConfig) -> None:
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     # The model's own checks, with stand-ins for the sizes the data gives it.
-    stand_in = {"n_numeric": 1, "n_batters": 1, "n_bowlers": 1, "n_venues": 1, "n_seasons": 1,
+    stand_in = {"n_numeric": 1, "n_batters": 1, "n_bowlers": 1, "n_venues": 1,
                 "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)]}
     ModelConfig.from_dict({**stand_in, **OmegaConf.to_container(cfg.model, resolve=True)})
     teacher = cfg.data.get("teacher")

@@ -7,8 +7,9 @@ from datetime import date
 
 import pytest
 
-from cricket_attn.data.cricsheet import DELIVERY_FIELDS, OUTCOMES, MatchFileError, parse_match, season_year
+from cricket_attn.data.cricsheet import DELIVERY_FIELDS, MatchFileError, parse_match, season_year
 from cricket_attn.data.sources import MatchFile
+from cricket_attn.laws import OUTCOMES
 from tests.conftest import match_file
 
 

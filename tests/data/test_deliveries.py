@@ -8,9 +8,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import COLUMNS, PhaseRules, build_tables, load_tables, summary
 from cricket_attn.data.sources import MatchFile, iter_match_files
+from cricket_attn.laws import OUTCOMES
 from tests.conftest import FIXTURES, match_file
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories, player_key
+from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, player_key, sequence_histories
 
 
 def brute_force(deliveries, role: str, player: str, day: int, k: int):

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from cricket_attn.model import START_OF_INNINGS, CricketTransformer, ModelConfig
 from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder
 from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.laws import START_OF_INNINGS
+from cricket_attn.model import CricketTransformer, ModelConfig
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +40,6 @@ def test_positions_line_up_with_deliveries(encoder, parts):
     short = int(seqs.lengths.argmin())
     L = int(seqs.lengths[short])
     assert not t["mask"][short, L:].any() and (t["outcome"][short, L:] == IGNORE).all()
-
-
-def test_seasons_after_training_share_the_last_training_seasons_slot(encoder, parts):
-    n = encoder.model_dims()["n_seasons"]
-    assert n == parts["train"]["season"].max() - parts["train"]["season"].min() + 1
-    train = encoder.encode(parts["train"]).tensors
-    assert train["season"][train["mask"]].min() == 0 and train["season"][train["mask"]].max() == n - 1
-    test = encoder.encode(parts["test"]).tensors
-    assert (test["season"][test["mask"]] == n - 1).all()
 
 
 def test_vocabularies_come_from_training_seasons_only(encoder, parts):
@@ -202,5 +194,3 @@ def test_the_chase_carries_its_first_innings(deliveries, parts):
         else:
             assert (first[:, 0] == -1).all()
     assert (batch["first_innings_slot"] == 0).all()
-    with pytest.raises(ValueError, match="needs data.unit=innings"):
-        SequenceEncoder.fit_encode(parts["train"], unit="match", first_innings=True)

@@ -9,11 +9,18 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.attention import (
-    CATEGORIES, category_masks, draw_match, head_report, innings_attention, main, parse_ball, report_table,
-)  # fmt: skip
-from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.model import CricketTransformer, ModelConfig
+from cricket_attn.scoring.attention import (
+    CATEGORIES,
+    category_masks,
+    draw_match,
+    head_report,
+    innings_attention,
+    main,
+    parse_ball,
+    report_table,
+)  # fmt: skip
 from tests.conftest import FIXTURES
 
 # Radians per legal ball of the sinusoidal part's second pair of channels at width 4 (10000^(-2/4)): one

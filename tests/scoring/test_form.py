@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.form import RUN_DIRECTION, WICKET, PlayerForm, ball_losses, fit_weights, residuals
 from cricket_attn.scoring.recent import balls_since

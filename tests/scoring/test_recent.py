@@ -10,13 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.scoring import predict
-
-from cricket_attn.simulation import simulate, simulate_eval
-
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.scoring import predict
 from cricket_attn.scoring.recent import fit_offsets, match_offsets, recent_offsets, with_offsets
+from cricket_attn.simulation import simulate, simulate_eval
 from cricket_attn.simulation.match import innings_points, simulate_points
 from cricket_attn.simulation.state import InningsSetup
 

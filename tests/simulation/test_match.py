@@ -8,8 +8,16 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.simulation.match import (PROJECTION_COLUMNS, MatchContext, StateError, innings_points, next_batters,
-                                           over_starts, project_match, with_next_batter)
+from cricket_attn.simulation.match import (
+    PROJECTION_COLUMNS,
+    MatchContext,
+    StateError,
+    innings_points,
+    next_batter_choices,
+    over_starts,
+    project_match,
+    with_next_batter,
+)
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.state import InningsSetup, InningsState
 
@@ -23,7 +31,7 @@ def test_points_with_their_cached_prefix_predict_as_a_full_pass(fixture_simulato
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     at = [0, 7, 40, len(inn) - 1]
     points = innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))
-    caches = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn)]
+    caches = [c.share_rows(torch.tensor(at)) for c in sim.encode_innings(inn)]
     state = InningsState.stack([p.state for p in points])
     with torch.no_grad():
         got = sim.log_probs(state.inputs(), caches).exp()
@@ -81,7 +89,7 @@ def test_the_chosen_batter_comes_in_after_a_wicket(fixture_simulator, fixture_ta
     setup, inn = ctx.setups[2], ctx.innings[2]
     batted = set(inn["batter"].astype(str)) | set(inn["non_striker"].astype(str))
     waiting = [p for p in setup.batting if p not in batted]
-    table = next_batters(sim, live, fixture_tables.matches, n=8, seed=3)
+    table = next_batter_choices(sim, live, fixture_tables.matches, n=8, seed=3)
     assert sorted(table["batter"]) == sorted(waiting) and sorted(table["position"]) == list(range(1, len(waiting) + 1))
     for player in (waiting[0], waiting[-1]):
         what_if = with_next_batter(setup, inn, player)
@@ -114,9 +122,8 @@ def test_a_model_that_reads_the_first_innings_is_refused_by_name(fixture_simulat
         Simulator(sim.model, replace(sim.encoder, history_balls=8), sim.phases, sim.scorebook, sim.usage)
 
 
-@pytest.mark.parametrize("reader", ["cross", "pooled"])
 def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(fixture_simulator, fixture_tables,
-                                                                               deliveries, reader):
+                                                                               deliveries):
     """A model reading its players' histories: from the cached real balls at several points of a real chase,
     and from the innings' start with nothing cached, the next ball's distribution equals the full pass over
     the real innings (whose histories the encoder lists by order of appearance, the simulator by the sides'
@@ -128,7 +135,7 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(f
     encoder.attach_histories(deliveries)
     torch.manual_seed(2)
     model = CricketTransformer(ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16,
-                                           n_heads=2, n_layers=2, history_reader=reader)).eval()
+                                           n_heads=2, n_layers=2)).eval()
     sim = replace(sim, model=model, encoder=encoder)
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
@@ -139,7 +146,7 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(f
     state = InningsState.stack([p.state for p in points])
     with torch.no_grad():
         full = model(full_batch).softmax(-1)[0, at]
-        cached = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn, setup)]
+        cached = [c.share_rows(torch.tensor(at)) for c in sim.encode_innings(inn, setup)]
         got = sim.log_probs(state.inputs(), cached).exp()
         fresh = sim.log_probs(points[0].state.inputs(), sim.new_caches()).exp()
     assert (got - full).abs().max().item() < 1e-5
@@ -169,9 +176,9 @@ def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulato
     got = {}
     with torch.no_grad():
         for by_slot in (False, True):
-            caches = [c.share(torch.tensor(at)) for c in sim.encode_innings(inn)]
+            caches = [c.share_rows(torch.tensor(at)) for c in sim.encode_innings(inn)]
             if by_slot:
-                assert model.cache_rates(caches[0], *state.rates())
+                assert caches[0].keep_rates(model, state.rates())
             batch = state.inputs(by_slot)
             assert batch["numeric"].size(-1) == (len(STATE_COLUMNS) if by_slot else model.cfg.n_numeric)
             got[by_slot] = sim.log_probs(batch, caches).exp()

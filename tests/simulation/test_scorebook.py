@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOME_INDEX, OUTCOMES
+from cricket_attn.laws import OUTCOME_INDEX, OUTCOMES
 from cricket_attn.simulation.scorebook import ENTRY_FIELDS, Scorebook
 
 

@@ -9,8 +9,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.simulation.simulate import main, parse_args, run
 from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
+from cricket_attn.simulation.simulate import main, parse_args, run
 from tests.conftest import FIXTURES
 from tests.scoring.test_predict import LIVE_MATCH, live_copy
 

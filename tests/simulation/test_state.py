@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -11,7 +10,7 @@ from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.simulation.state import InningsSetup, InningsState, replay
 
 COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "legal_ball_index", "ball_in_over", "over",
-            "phase", "batter_balls", "bowler_balls", "season")  # fmt: skip
+            "phase", "batter_balls", "bowler_balls")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

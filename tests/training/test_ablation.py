@@ -8,9 +8,18 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from cricket_attn import tracking
-from cricket_attn.training.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings, train_command
-from cricket_attn.metrics import paired_difference
 from cricket_attn.config import CONF_DIR
+from cricket_attn.metrics import paired_difference
+from cricket_attn.training.ablation import (
+    Job,
+    finished_runs,
+    plan,
+    read_record,
+    recorded_runs,
+    run_ablation,
+    settings,
+    train_command,
+)
 from tests.conftest import FIXTURES
 
 TINY = [f"data.sources=[{FIXTURES}]", "data.min_count=5", "data.batch_size=8", "model.d_model=8", "model.n_heads=2",

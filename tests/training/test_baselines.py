@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.training.baselines import FrequencyTable, TabularFeatures, keyed_state
-from cricket_attn.data.features import STATE_COLUMNS
+from cricket_attn.data.features import STATE_COLUMNS, TabularFeatures
 from cricket_attn.metrics import PROB_COLUMNS, paired_by_state, paired_difference, per_ball_log_loss
 from cricket_attn.tracking import load_scored
+from cricket_attn.training.baselines import FrequencyTable, keyed_state
 
 
 def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, tracked_run):

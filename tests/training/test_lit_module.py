@@ -11,8 +11,8 @@ import pytorch_lightning as pl
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn.scoring.checkpoints import CheckpointError, load_model, save_final
 from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.scoring.checkpoints import CheckpointError, load_model, save_final
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
 
@@ -129,15 +129,13 @@ def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path
 
 
 def test_weight_decay_reaches_matrices_and_embedding_tables_only():
-    module = BallOutcomeModule(dict(n_numeric=4, n_batters=5, n_bowlers=5, n_venues=2, n_seasons=3, d_model=8,
-                                    n_heads=2, numeric_embedding="periodic", season_effect="bias"))
+    module = BallOutcomeModule(dict(n_numeric=4, n_batters=5, n_bowlers=5, n_venues=2, d_model=8, n_heads=2))
     decayed, plain = parameter_groups(module, 0.3)
     assert decayed["weight_decay"] == 0.3 and plain["weight_decay"] == 0.0
     name = {id(p): n for n, p in module.named_parameters()}
     decayed_names = {name[id(p)] for p in decayed["params"]}
     plain_names = {name[id(p)] for p in plain["params"]}
-    assert "model.numeric.frequencies" in plain_names and "model.numeric.weight" in decayed_names
-    assert "model.season_bias.weight" in decayed_names and "model.head.weight" in decayed_names
+    assert "model.batter.weight" in decayed_names and "model.head.weight" in decayed_names
     assert "model.head.bias" in plain_names and "model.ln_f.weight" in plain_names
     assert len(decayed_names) + len(plain_names) == len(list(module.parameters()))
 

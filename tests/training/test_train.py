@@ -24,9 +24,9 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     import hydra
     import pytorch_lightning as pl
 
-    from cricket_attn.training.lit_module import load_checkpoint
     from cricket_attn.metrics import score
     from cricket_attn.scoring.probabilities import score_deliveries
+    from cricket_attn.training.lit_module import load_checkpoint
 
     module, _ = load_checkpoint(results["checkpoint"])
     dm = hydra.utils.instantiate(tracked_run["cfg"].data, refit=True)
@@ -61,12 +61,12 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     import hydra
     import numpy as np
 
-    from cricket_attn.scoring.checkpoints import load_model
-    from cricket_attn.training.lit_module import load_checkpoint
     from cricket_attn.metrics import PROB_COLUMNS, score
     from cricket_attn.model import Ensemble
+    from cricket_attn.scoring.checkpoints import load_model
     from cricket_attn.scoring.probabilities import score_deliveries
     from cricket_attn.scoring.serving import from_checkpoint
+    from cricket_attn.training.lit_module import load_checkpoint
 
     cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger")
     results = train(cfg)

@@ -8,13 +8,22 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.cricsheet import OUTCOMES
 from cricket_attn.data.deliveries import class_frequencies
+from cricket_attn.laws import OUTCOMES
 from cricket_attn.scoring.form import PlayerForm
-from cricket_attn.simulation.checks import (WAYS, bowler_rule_fit, class_values, per_ball_levels, real_bowlers,
-                                            real_order, season_table, simulate_from_the_start, who_plays,
-                                            who_plays_table)
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
+from cricket_attn.simulation.realism import (
+    WAYS,
+    bowler_rule_fit,
+    class_values,
+    per_ball_levels,
+    real_bowlers,
+    real_order,
+    season_table,
+    simulate_from_the_start,
+    who_plays,
+    who_plays_table,
+)
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup, InningsState
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from cricket_attn.simulation.evaluation import Baselines, ece, evaluate, over_start_states
+from cricket_attn.simulation.against_baselines import Baselines, evaluate, over_start_states
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +29,6 @@ def test_the_logistic_baseline_reads_the_chase_the_right_way(states):
     hard = easy.copy()
     easy["runs_needed"], hard["runs_needed"] = 20, 200
     assert base.win_probability(easy)[0] > base.win_probability(hard)[0]
-
-
-def test_ece_of_a_calibrated_and_a_biased_forecast():
-    rng = np.random.default_rng(0)
-    p = rng.uniform(size=200_000)
-    y = (rng.uniform(size=p.size) < p).astype(float)
-    assert ece(p, y) < 0.01 and abs(ece(np.clip(p + 0.2, 0, 1), y) - 0.2) < 0.03
 
 
 def test_evaluation_reports_every_checkpoint(fixture_simulator, fixture_tables):

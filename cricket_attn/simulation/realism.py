@@ -14,10 +14,10 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
-from cricket_attn.data.cricsheet import OUTCOMES
+from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.recent import with_offsets
 from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.scoring.recent import with_offsets
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice

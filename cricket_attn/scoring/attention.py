@@ -15,9 +15,9 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.data.sequences import BucketBatchSampler, SequenceEncoder
 from cricket_attn.metrics import save_figure
 from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.data.sequences import BucketBatchSampler, SequenceEncoder
 
 # The kinds of earlier ball a head may favour; a ball's own position is `self`. Same bowler, batter
 # and phase count earlier overs only (`category_masks`); after a boundary (a wicket) are the positions
@@ -296,12 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     from omegaconf import OmegaConf
 
     from cricket_attn.atomic import atomic_path
-    from cricket_attn.config import load_data_config
+    from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config
     from cricket_attn.data.deliveries import PhaseRules, build_tables
+    from cricket_attn.data.sources import SourceError, iter_match_files
     from cricket_attn.scoring.checkpoints import CheckpointError
     from cricket_attn.scoring.serving import load_trained
-    from cricket_attn.data.sources import SourceError, iter_match_files
-    from cricket_attn.tracking import DEFAULT_TRACKING_URI
 
     p = argparse.ArgumentParser(prog="cricket-attn-attention", description=main.__doc__.split(": ", 1)[1])
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")

@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import progress
 from cricket_attn.data.features import match_state
-from cricket_attn.metrics import match_bootstrap
+from cricket_attn.metrics import binary_brier, binary_ece, binary_log_loss, binary_reliability, match_bootstrap
 from cricket_attn.simulation.match import MatchContext
 from cricket_attn.simulation.rollout import Simulator
 
@@ -112,30 +112,6 @@ def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.Dat
     return pd.concat(out, ignore_index=True)
 
 
-def brier(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return (p - y) ** 2
-
-
-def log_loss(p: np.ndarray, y: np.ndarray, floor: float) -> np.ndarray:
-    p = np.clip(p, floor, 1 - floor)  # a Monte Carlo 0 or 1 is clipped at half a simulation
-    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
-
-
-def ece(p: np.ndarray, y: np.ndarray, bins: int = WIN_BINS) -> float:
-    """Expected calibration error of a win probability: the share-weighted gap between the mean forecast
-    and the observed win rate in equal-width bins."""
-    b = np.clip((p * bins).astype(int), 0, bins - 1)
-    gap = sum(abs(p[b == k].mean() - y[b == k].mean()) * (b == k).sum() for k in range(bins) if (b == k).any())
-    return float(gap / len(p))
-
-
-def reliability(p: np.ndarray, y: np.ndarray, bins: int = WIN_BINS) -> pd.DataFrame:
-    b = np.clip((p * bins).astype(int), 0, bins - 1)
-    return (pd.DataFrame({"bin": b, "forecast": p, "observed": y}).groupby("bin")
-            .agg(forecast=("forecast", "mean"), observed=("observed", "mean"), states=("observed", "size"))
-            .reset_index())
-
-
 def win_report(chases: pd.DataFrame, n: int) -> pd.DataFrame:
     """Brier, log loss, ECE and bias of the simulator and the logistic baseline, over all over starts and at
     each checkpoint, with the paired Brier difference (simulator - baseline) and its interval by match."""
@@ -147,11 +123,11 @@ def win_report(chases: pd.DataFrame, n: int) -> pd.DataFrame:
         row = {"states": label, "n": len(part), "matches": part["match_id"].nunique()}
         for name, col in (("simulator", "sim_win"), ("logistic", "baseline_win")):
             p = part[col].to_numpy()
-            row[f"{name}_brier"] = brier(p, y).mean()
-            row[f"{name}_log_loss"] = log_loss(p, y, 0.5 / n).mean()
-            row[f"{name}_ece"] = ece(p, y)
+            row[f"{name}_brier"] = binary_brier(p, y).mean()
+            row[f"{name}_log_loss"] = binary_log_loss(p, y, 0.5 / n).mean()
+            row[f"{name}_ece"] = binary_ece(p, y, WIN_BINS)
             row[f"{name}_bias"] = p.mean() - y.mean()
-        diff = brier(part["sim_win"].to_numpy(), y) - brier(part["baseline_win"].to_numpy(), y)
+        diff = binary_brier(part["sim_win"].to_numpy(), y) - binary_brier(part["baseline_win"].to_numpy(), y)
         boot = match_bootstrap(diff, part["match_id"])
         row.update(brier_diff=boot["diff"], brier_diff_low=boot["ci_low"], brier_diff_high=boot["ci_high"])
         rows.append(row)
@@ -195,5 +171,5 @@ def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, tr
     for name, values in baselines.totals(first).items():
         first[name] = values
     return {"win": win_report(chases, n), "totals": total_report(first), "chases": chases, "first": first,
-            "reliability": reliability(chases["sim_win"].to_numpy(), chases["won"].to_numpy()),
+            "reliability": binary_reliability(chases["sim_win"].to_numpy(), chases["won"].to_numpy(), WIN_BINS),
             "no_result_matches": int(no_result)}

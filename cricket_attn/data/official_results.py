@@ -1,6 +1,6 @@
 """Checks the deliveries table against the official results recorded in each match file.
 
-`python -m cricket_attn.data.checks [SOURCE ...]` reports, for every decided match that was not
+`python -m cricket_attn.data.official_results [SOURCE ...]` reports, for every decided match that was not
 decided by DLS or a super over, whether the innings totals and wickets from the table give the
 recorded margin, and whether every non-DLS chase's target is the first-innings total plus one.
 """
@@ -15,9 +15,7 @@ import pandas as pd
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-
-# A side has eleven players, so a chase won with w wickets down is won "by 10 - w wickets".
-WICKETS_IN_HAND = 10
+from cricket_attn.laws import MAX_WICKETS
 
 
 @dataclass
@@ -64,7 +62,7 @@ def check_results(deliveries: pd.DataFrame, matches: pd.DataFrame) -> ResultChec
             got = f"{first.batting_team} {first.runs} v {second.runs}"
         else:
             ok = (m.winner == second.batting_team and second.runs > first.runs
-                  and WICKETS_IN_HAND - second.wickets == m.win_by_wickets)
+                  and MAX_WICKETS - second.wickets == m.win_by_wickets)  # won "by 10 - w wickets"
             got = f"{second.batting_team} {second.runs}/{second.wickets} chasing {first.runs}"
         if ok:
             check.agree += 1

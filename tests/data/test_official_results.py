@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cricket_attn.data.checks import check_results, main
+from cricket_attn.data.official_results import check_results, main
 
 
 def test_fixture_results_are_reproduced(fixture_tables):

@@ -1,0 +1,66 @@
+"""The laws of the game every stage stands on: a delivery's outcome classes, what counts as a wicket,
+how the batters change ends. Plain numpy and pandas; nothing here knows of models or files.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# The ten outcome classes of a delivery, in model order.
+OUTCOMES = ("dot", "1", "2", "3", "4", "6", "wicket", "wide", "noball", "bye")
+OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
+N_OUTCOMES = len(OUTCOMES)
+# The "previous outcome" of an innings' first ball: a class of its own after the ten.
+START_OF_INNINGS = N_OUTCOMES
+# Runs each outcome is worth to the batting side, for the expected runs of a ball. Wides and no-balls
+# count their one-run penalty; byes count one (the commonest).
+OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
+
+MAX_WICKETS = 10  # all out
+# Dismissals recorded on a delivery that are not team wickets: the batter may come back.
+NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
+
+
+def runs_ran(d: pd.DataFrame) -> np.ndarray:
+    """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a wide or
+    no-ball are not run; byes, leg-byes and runs off wides and no-balls are."""
+    non_boundary = d["runs_non_boundary"].to_numpy(dtype=bool)
+    bat = d["runs_batter"].to_numpy()
+    bat = np.where(np.isin(bat, (4, 6)) & ~non_boundary, 0, bat)
+    byes = (d["runs_byes"] + d["runs_legbyes"]).to_numpy()
+    byes = np.where((byes == 4) & ~non_boundary, 0, byes)
+    wides = np.maximum(d["runs_wides"].to_numpy() - 1, 0)
+    wides = np.where((wides == 4) & ~non_boundary, 0, wides)
+    return bat + byes + wides
+
+
+def swaps_ends(ran):
+    """An odd number of runs run puts each batter at the other end (numpy arrays or torch tensors)."""
+    return ran % 2 == 1
+
+
+def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(striker out, non-striker out) on each delivery, from `player_out` (retirements included)."""
+    out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
+    striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
+    other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
+    return striker, other
+
+
+def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
+    """Whether each delivery's wicket is the bowler's: a wicket, unless it is a run out."""
+    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
+
+
+def crease_after(d: pd.DataFrame, incoming: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(striker, non-striker, new over?) for the ball after each delivery: an odd number of runs run
+    swaps the batters, and so does the end of an over. A dismissed (or retired) batter's place goes to
+    the incoming batter, who is not known yet: `incoming` stands for him."""
+    striker_out, other_out = dismissed(d)
+    striker = np.where(striker_out, incoming, d["batter"].astype(str).to_numpy(dtype=object))
+    other = np.where(other_out, incoming, d["non_striker"].astype(str).to_numpy(dtype=object))
+    legal_in_over = d["ball_in_over"].to_numpy() - 1 + d["is_legal"].to_numpy(dtype=int)
+    end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
+    swap = swaps_ends(runs_ran(d)) ^ end_of_over
+    return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over

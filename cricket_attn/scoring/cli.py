@@ -1,0 +1,110 @@
+"""What the commands that run a trained model over match files share: their arguments, the checks on
+their output before any work, the atomic write of their table, and the summary they print."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.data.sources import SourceError
+from cricket_attn.scoring.checkpoints import CheckpointError
+from cricket_attn.scoring.recent import STRENGTH, strength
+
+
+@dataclass
+class CommandSummary:
+    """What a scoring command did, printed at its end: the model, what it made, who and what it did not know."""
+
+    matches: int = 0
+    unknown_batters: list[str] = field(default_factory=list)  # batting with no embedding of their own
+    unknown_bowlers: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    out: str = ""
+    model: str = ""
+    seconds: float = 0.0
+
+    def counts(self) -> list[str]:
+        """What the command made, a line each (each command says its own)."""
+        return []
+
+    def __str__(self) -> str:
+        lines = [f"model:              {self.model}", *self.counts(),
+                 named_list("batters unknown to the model", self.unknown_batters),
+                 named_list("bowlers unknown to the model", self.unknown_bowlers),
+                 f"skipped:            {len(self.skipped)}"]
+        lines += [f"  {reason}" for reason in self.skipped]
+        lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
+        return "\n".join(lines)
+
+
+def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The batters and the bowlers of the regular innings that the model has no embedding for. A player is
+    known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
+    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    return (sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
+            sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)))
+
+
+def named_list(what: str, names: list[str], show: int = 10) -> str:
+    listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
+    return f"{what}: {len(names)}{listed}"
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse, before any work, an output the command could not write."""
+    if out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out {out}: the file name must end in .parquet or .csv")
+    if out.is_dir():
+        raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
+    folder = next(p for p in out.resolve().parents if p.exists())  # missing folders are made
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ValueError(f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
+
+
+def write_table(frame: pd.DataFrame, out: Path) -> None:
+    """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds."""
+    with atomic_path(out) as tmp:
+        if out.suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False, float_format="%.9g")
+
+
+def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
+    """The arguments the commands that run a model over match files share; `recent_level`, the command's
+    default strength for the league's recent level (0: off)."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
+    p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
+    p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
+    p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    p.add_argument("--history", action="append", help=history)
+    p.add_argument("--recent-level", type=strength, default=recent_level, metavar="STRENGTH",
+                   help="learn the league's level from the known matches (the sources and --history data) since the "
+                   f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
+                   f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
+    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
+                   help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
+                   "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
+    p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
+    return p
+
+
+def run_command(prog: str, run, args: argparse.Namespace) -> int:
+    """A scoring command's `run(args)`: its summary printed and exit status 0, or a user's error (a bad
+    model, source, argument or match) as one line on standard error and exit status 2."""
+    try:
+        summary = run(args)
+    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 0

@@ -1,0 +1,111 @@
+"""The model's KV cache as the simulator uses it: many simulations of one innings at once.
+
+The real balls before a state are held once for every simulation from it (`SharedBalls`), and the
+players' rates, fixed within an innings, enter the numeric layer through tables made once per innings
+(`SimulationCache.keep_rates`). Everything here reproduces a full pass of the model (tests/test_shared_cache.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from cricket_attn.model import CausalSelfAttention, CricketTransformer, KVCache, PiecewiseLinearEmbedding
+
+
+@dataclass
+class SharedBalls:
+    """Balls many rows of a cache have in common (the real balls before a state), held once: per layer
+    their keys and values (H, S, hd), and for each row how many of them, from the first, it has seen (B,)."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    seen: torch.Tensor
+
+
+class SimulationCache(KVCache):
+    """A KV cache whose rows are simulations of one innings: each row's balls may begin with `shared` ones,
+    and its own follow; `rates` hold the batting slots', bowling slots' and venue's share of the numeric
+    layer, so a batch carries the match state alone and `rate_slots` (B, T, 2): the striker's and the
+    bowler's slots."""
+
+    def __init__(self, n_layers: int):
+        super().__init__(n_layers)
+        self.shared: SharedBalls | None = None
+        self.rates: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def balls(self) -> torch.Tensor | int:
+        """The balls each row has seen: (B,) with shared balls, else the length."""
+        return self.length if self.shared is None else self.shared.seen + self.length
+
+    def attend(self, attention: CausalSelfAttention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               weights: list | None) -> torch.Tensor:
+        if self.shared is None:
+            return super().attend(attention, layer, q, k, v, weights)
+        if weights is not None:
+            raise ValueError("attention weights come from a cache without shared balls")
+        return attend_shared(attention, q, k, v, self.shared, layer)
+
+    def embed_numeric(self, embedding: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        if "rate_slots" not in batch:
+            return super().embed_numeric(embedding, batch)
+        batter, bowler, venue = self.rates  # (slots, hidden), (slots, hidden), (hidden,)
+        striker, bowling = batch["rate_slots"].unbind(-1)
+        return embedding(batch["numeric"], batter[striker] + bowler[bowling] + venue)
+
+    def keep_rates(self, model: CricketTransformer, rates: list[tuple[int, torch.Tensor]]) -> bool:
+        """Given every batting slot's (slots, k), every bowling slot's and the venue's (k,) standardised
+        rates, each with the place of its first feature among the model's numeric features, keep their
+        share of the numeric layer. False (nothing kept) for a numeric layer that cannot be split."""
+        if not isinstance(model.numeric, PiecewiseLinearEmbedding):
+            return False
+        self.rates = tuple(model.numeric.first_layer(values, start) for start, values in rates)
+        return True
+
+    def take_rows(self, index: torch.Tensor) -> SimulationCache:
+        """These rows, in this order; an index may repeat a row. Shared balls stay shared, and so does a
+        context of one row (every row's)."""
+        out = self._copy(lambda x: x[index], lambda x: x if x.size(0) == 1 else x[index])
+        if self.shared is not None:
+            out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.seen[index])
+        return out
+
+    def share_rows(self, seen: torch.Tensor) -> SimulationCache:
+        """From a one-row cache, one row per entry of `seen` (R,), each row the cache as it was after that
+        many balls; the balls are held once, not copied per row (one innings, many simulations)."""
+        if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
+            raise ValueError("share_rows() takes a cache of one row of balls of its own")
+        out = self._copy(lambda x: x[:, :, :0].expand(len(seen), -1, -1, -1), lambda x: x)  # the context stays one row
+        out.shared = SharedBalls([k[0] for k in self.keys], [v[0] for v in self.values], seen)
+        return out
+
+    def _copy(self, per_layer: Callable, context: Callable) -> SimulationCache:
+        out = SimulationCache(len(self.keys))
+        out.keys = [None if k is None else per_layer(k) for k in self.keys]
+        out.values = [None if v is None else per_layer(v) for v in self.values]
+        out.contexts = {name: tuple(context(x) for x in parts) for name, parts in self.contexts.items()}
+        out.rates = self.rates
+        return out
+
+
+def attend_shared(attention: CausalSelfAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                  shared: SharedBalls, layer: int) -> torch.Tensor:
+    """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
+    shared keys and values are read once for all rows, as one matrix product per head, not once per
+    row; the two parts' scores join in one softmax. (B, H, T, hd)."""
+    B, H, T, hd = q.shape
+    S, own = shared.keys[layer].size(1), k.size(2)
+    flat = q.transpose(0, 1).reshape(H, B * T, hd)
+    scores = torch.cat([(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1),
+                        q @ k.transpose(-2, -1)], dim=-1) / math.sqrt(hd)  # (B, H, T, S + own)
+    seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
+    k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
+    held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
+    mask = attention.mask(seen + places[own - T:own], k_place, held)
+    w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, own], dim=-1)
+    from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
+    return from_shared.transpose(0, 1) + w_own @ v
