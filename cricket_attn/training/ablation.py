@@ -27,7 +27,7 @@ import hydra
 import numpy as np
 import pandas as pd
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
@@ -54,10 +54,15 @@ def plan(cfg: DictConfig) -> list[Job]:
     if unknown:
         raise ValueError(f"only: unknown variant(s) {unknown}; conf/ablation.yaml has {list(cfg.variants)}")
     variants = [v for v in cfg.variants if not cfg.only or v in cfg.only or v == REFERENCE]
-    return [Job(v, p, int(s)) for s in cfg.seeds for v in variants for p in cfg.protocols]
+    return every_job(cfg, variants)
 
 
-def settings(overrides, extra=()) -> str:
+def every_job(cfg: DictConfig, variants=None) -> list[Job]:
+    """Every (variant, protocol, seed) of the set, or of the variants given, seed by seed."""
+    return [Job(v, p, int(s)) for s in cfg.seeds for v in (cfg.variants if variants is None else variants) for p in cfg.protocols]
+
+
+def settings_digest(overrides, extra=()) -> str:
     """What a run is, whatever its variant is called in whichever set: a digest of its overrides, sorted
     (a digest, so the tag passes the command line as one plain word)."""
     return hashlib.sha256(";".join(sorted([*overrides, *extra])).encode()).hexdigest()[:16]
@@ -65,8 +70,8 @@ def settings(overrides, extra=()) -> str:
 
 def finished_runs(cfg: DictConfig) -> dict[Job, str]:
     """The FINISHED runs in the store that this ablation's jobs would make, by job (the newest when one
-    was run twice). A run is found by its settings, protocol and seed, so a variant another set has
-    run already (the default, the self-only control) is not trained again."""
+    was run twice). A run is found by its settings (the tag `settings`), protocol and seed, so a variant
+    another set has run already (the default, the self-only control) is not trained again."""
     client = tracking.MlflowClient(cfg.paths.mlflow_uri)
     exp = client.get_experiment_by_name(cfg.experiment)
     if exp is None:
@@ -78,18 +83,9 @@ def finished_runs(cfg: DictConfig) -> dict[Job, str]:
         tags = r.data.tags
         if "test/log_loss" not in r.data.metrics or "ablation_summary" in tags:
             continue
-        run_settings = tags.get("settings")
-        if run_settings is None:  # a run from before the tag: its set's file says what the variant was
-            path = CONF_DIR / "ablation_set" / f"{tags['ablation']}.yaml"
-            variants = OmegaConf.load(path).variants if path.is_file() else {}
-            if tags["variant"] not in variants:
-                continue
-            run_settings = settings(variants[tags["variant"]])
-        found[(run_settings, tags["protocol"], int(tags["seed"]))] = r.info.run_id
-    extra = cfg.get("extra", [])
-    every = [Job(v, p, int(s)) for s in cfg.seeds for v in cfg.variants for p in cfg.protocols]
-    return {job: found[key] for job in every
-            if (key := (settings(cfg.variants[job.variant], extra), job.protocol, job.seed)) in found}
+        if "settings" in tags:
+            found[(tags["settings"], tags["protocol"], int(tags["seed"]))] = r.info.run_id
+    return {job: found[run_key(cfg, job)] for job in every_job(cfg) if run_key(cfg, job) in found}
 
 
 def job_folder(cfg: DictConfig, job: Job) -> Path:
@@ -103,7 +99,7 @@ def train_command(cfg: DictConfig, job: Job) -> list[str]:
     if (folder / tracking.RUN_FILE).is_file():
         return [*base, f"resume={folder}"]
     tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed,
-            "settings": settings(cfg.variants[job.variant], cfg.get("extra", []))}
+            "settings": run_key(cfg, job)[0]}
     return [*base, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
             f"seed={job.seed}", f"paths.mlflow_uri={cfg.paths.mlflow_uri}", f"logger.experiment_name={cfg.experiment}",
             f"logger.run_name={cfg.name} {job}", f"hydra.run.dir={folder}",
@@ -130,8 +126,9 @@ def run_job(cfg: DictConfig, job: Job, threads: int) -> bool:
 _record_lock = threading.Lock()
 
 
-def record_key(cfg: DictConfig, job: Job) -> tuple[str, str, int]:
-    return settings(cfg.variants[job.variant], cfg.get("extra", [])), job.protocol, job.seed
+def run_key(cfg: DictConfig, job: Job) -> tuple[str, str, int]:
+    """What a job's run is found by, in the store and in the record of any set: (settings digest, protocol, seed)."""
+    return settings_digest(cfg.variants[job.variant], cfg.get("extra", [])), job.protocol, job.seed
 
 
 def read_record(record_dir: str | Path) -> dict[tuple[str, str, int], dict]:
@@ -143,7 +140,7 @@ def read_record(record_dir: str | Path) -> dict[tuple[str, str, int], dict]:
                 continue
             try:
                 rec = json.loads(line)
-                key = _key(rec)
+                key = recorded_run_key(rec)
                 if not rec["matches"] or any(len(m) != 3 for m in rec["matches"]):
                     raise ValueError("field 'matches' must list [match_id, balls, log-loss sum] for each match")
             except (ValueError, KeyError, TypeError) as err:
@@ -158,18 +155,19 @@ def record_of(cfg: DictConfig, job: Job, run_id: str) -> dict:
     run = tracking.MlflowClient(cfg.paths.mlflow_uri).get_run(run_id)
     scored = tracking.load_scored(cfg.paths.mlflow_uri, run_id)
     by_match = scored.assign(loss=per_ball_log_loss(scored)).groupby("match_id", sort=False)["loss"]
-    m, key = run.data.metrics, record_key(cfg, job)
+    m, key = run.data.metrics, run_key(cfg, job)
     return {"set": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed, "settings": key[0],
             "overrides": [*cfg.variants[job.variant], *cfg.get("extra", [])], "run": run.info.run_name,
             "commit": run.data.tags.get(MLFLOW_GIT_COMMIT),
             "finished": datetime.fromtimestamp(run.info.end_time / 1000, timezone.utc).isoformat(timespec="seconds"),
             "log_loss": m["test/log_loss"], "ece": m["test/ece"], "epochs": m.get("selection/epochs"),
             "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss")),
-            "matches": [[_plain(match), int(n), round(float(total), 6)]
+            "matches": [[json_match_id(match), int(n), round(float(total), 6)]
                         for (match, n), total in zip(by_match.size().items(), by_match.sum())]}
 
 
-def _plain(match_id):
+def json_match_id(match_id):
+    """A match id as JSON writes it: numpy's integers as plain ints."""
     return match_id.item() if hasattr(match_id, "item") else match_id
 
 
@@ -179,12 +177,13 @@ def add_record(cfg: DictConfig, rec: dict) -> None:
     with _record_lock:
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = [line for line in (path.read_text().splitlines() if path.is_file() else []) if line.strip()]
-        lines = [line for line in lines if _key(json.loads(line)) != _key(rec)]
+        lines = [line for line in lines if recorded_run_key(json.loads(line)) != recorded_run_key(rec)]
         with atomic_path(path) as tmp:
             tmp.write_text("".join(f"{line}\n" for line in [*lines, json.dumps(rec, separators=(",", ":"))]))
 
 
-def _key(rec: dict) -> tuple[str, str, int]:
+def recorded_run_key(rec: dict) -> tuple[str, str, int]:
+    """`run_key` of a record line."""
     return rec["settings"], rec["protocol"], int(rec["seed"])
 
 
@@ -192,13 +191,12 @@ def recorded_runs(cfg: DictConfig) -> dict[Job, dict]:
     """The record's runs for this ablation's jobs, after recording any finished run of the store the
     record lacks."""
     record = read_record(cfg.record_dir)
-    every = [Job(v, p, int(s)) for s in cfg.seeds for v in cfg.variants for p in cfg.protocols]
     for job, run_id in finished_runs(cfg).items():
-        if record_key(cfg, job) not in record:
+        if run_key(cfg, job) not in record:
             log.info("%s: recorded from run %s", job, run_id)
             add_record(cfg, record_of(cfg, job, run_id))
     record = read_record(cfg.record_dir)
-    return {job: record[record_key(cfg, job)] for job in every if record_key(cfg, job) in record}
+    return {job: record[run_key(cfg, job)] for job in every_job(cfg) if run_key(cfg, job) in record}
 
 
 def run_ablation(cfg: DictConfig) -> str:
@@ -330,7 +328,7 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
             cells.append(f"{r['log_loss']:.4f} ({r['epochs_chosen']})")
             if pd.notna(r.get("diff")):
                 vs = "" if r["against"] == REFERENCE else f" vs {r['against']}"
-                cells.append(_interval(r, "") + vs)
+                cells.append(interval_cell(r, "") + vs)
             else:
                 cells.append("reference" if variant == r["against"] or variant == REFERENCE else "")
             cells.append(f"{r['val_diff']:+.4f}" if pd.notna(r.get("val_diff")) else "")
@@ -349,14 +347,15 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
                 if variant == control:
                     cells += ["control", ""]
                 elif pd.notna(r.get("control_diff")):
-                    cells += [_interval(r, "control_"), f"{r['control_val_diff']:+.4f}"]
+                    cells += [interval_cell(r, "control_"), f"{r['control_val_diff']:+.4f}"]
                 else:
                     cells += ["", ""]
             lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _interval(row, prefix: str) -> str:
+def interval_cell(row, prefix: str) -> str:
+    """A report cell: the paired difference (`diff`, or `control_diff` with prefix `control_`) and its interval."""
     return f"{row[prefix + 'diff']:+.4f} [{row[prefix + 'ci_low']:+.4f}, {row[prefix + 'ci_high']:+.4f}]"
 
 

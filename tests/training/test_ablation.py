@@ -8,18 +8,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from cricket_attn import tracking
-from cricket_attn.config import CONF_DIR
+from cricket_attn.training.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings_digest, train_command
 from cricket_attn.metrics import paired_difference
-from cricket_attn.training.ablation import (
-    Job,
-    finished_runs,
-    plan,
-    read_record,
-    recorded_runs,
-    run_ablation,
-    settings,
-    train_command,
-)
+from cricket_attn.config import CONF_DIR
 from tests.conftest import FIXTURES
 
 TINY = [f"data.sources=[{FIXTURES}]", "data.min_count=5", "data.batch_size=8", "model.d_model=8", "model.n_heads=2",
@@ -72,7 +63,7 @@ def test_ablation_runs_pairs_and_continues(tmp_path):
     assert (tmp_path / "out" / "season_back" / "self_only" / "seed0" / "train.log").is_file()
     summary = client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")
     assert len(summary) == 1 and "season_back/self_only/diff" in summary[0].data.metrics
-    assert run.data.tags["settings"] == settings(["model.context=0"], cfg.extra)  # a digest of its overrides
+    assert run.data.tags["settings"] == settings_digest(["model.context=0"], cfg.extra)  # a digest of its overrides
     # Another set with the same settings under other names finds these runs and trains nothing.
     context = ablation_config(tmp_path, "ablation_set=context", "only=[self_only]", "seeds=[0]", "~protocols.test")
     assert {j: r for j, r in finished_runs(context).items()} == {j: runs[j] for j in runs}
