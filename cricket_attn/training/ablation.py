@@ -1,24 +1,28 @@
 """`cricket-attn-ablate`: the ablation set of conf/ablation.yaml, run and reported in one command.
 
-Each (variant, protocol, seed) is an ordinary `cricket-attn-train` run in its own process and output
-folder, tagged `ablation`, `variant`, `protocol` and `seed` in the ablation experiment. What a finished
-run scored, match by match, goes into the record (`record_dir`, kept in git). A run in the record or
-FINISHED in the store is not trained again and a killed one is resumed, so the command continues a
-stopped ablation, on this machine or from a clone on another. The report pairs each variant with the
-default on the same balls: the variant's log loss minus the default's, averaged over the seeds both
-have, with a 95% bootstrap interval by match.
+Each (variant, protocol, seed) is an ordinary `cricket-attn-train` run in its own output folder, tagged
+`ablation`, `variant`, `protocol`, `seed` and `settings` in the ablation experiment. The runs to train go
+as one multirun of the training app through Hydra's `hydra/launcher`: joblib here (`jobs` at once), or
+the one given, e.g. submitit on a SLURM cluster. The jobs are a list, not a grid a sweeper could make, so
+the launcher is handed each job's overrides directly. What a finished run scored, match by match, goes
+into the record (`record_dir`, kept in git) as it finishes. A run in the record or FINISHED in the store
+is not trained again and a killed one is resumed, so the command continues a stopped ablation, on this
+machine or from a clone on another. The report pairs each variant with the default on the same balls:
+the variant's log loss minus the default's, averaged over the seeds both have, with a 95% bootstrap
+interval by match.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +30,13 @@ from pathlib import Path
 import hydra
 import numpy as np
 import pandas as pd
+from hydra._internal.callbacks import Callbacks
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.utils import create_config_search_path
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import HydraContext, RunMode
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
 from omegaconf import DictConfig
 
@@ -88,42 +99,146 @@ def finished_runs(cfg: DictConfig) -> dict[Job, str]:
     return {job: found[run_key(cfg, job)] for job in every_job(cfg) if run_key(cfg, job) in found}
 
 
+def job_subdir(job: Job) -> str:
+    """A job's output folder within the ablation's `output_dir`."""
+    return f"{job.protocol}/{job.variant}/seed{job.seed}"
+
+
 def job_folder(cfg: DictConfig, job: Job) -> Path:
-    return Path(cfg.output_dir) / job.protocol / job.variant / f"seed{job.seed}"
+    return Path(cfg.output_dir) / job_subdir(job)
 
 
-def train_command(cfg: DictConfig, job: Job) -> list[str]:
-    """The `cricket-attn-train` command line of a job: a new run, or the resume of a killed one."""
-    folder = job_folder(cfg, job)
-    base = [sys.executable, "-m", "cricket_attn.training.train", "progress=lines"]
+def job_overrides(cfg: DictConfig, job: Job) -> list[str]:
+    """The overrides of the training app that make a job's run, or resume it where a killed one left its
+    folder (whose `.hydra/` config the resume reads, so it is not written again)."""
+    folder, place = job_folder(cfg, job), [f"hydra.sweep.subdir={job_subdir(job)}", "progress=lines"]
     if (folder / tracking.RUN_FILE).is_file():
-        return [*base, f"resume={folder}"]
+        return [*place, f"resume={folder}", "hydra.output_subdir=null"]
     tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed,
             "settings": run_key(cfg, job)[0]}
-    return [*base, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
+    return [*place, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
             f"seed={job.seed}", f"paths.mlflow_uri={cfg.paths.mlflow_uri}", f"logger.experiment_name={cfg.experiment}",
-            f"logger.run_name={cfg.name} {job}", f"hydra.run.dir={folder}",
-            *(f"+logger.tags.{k}={v}" for k, v in tags.items())]
+            f"logger.run_name={cfg.name} {job}", *(f"+logger.tags.{k}={v}" for k, v in tags.items())]
 
 
-def run_job(cfg: DictConfig, job: Job, threads: int) -> bool:
-    """One training run in its own process; its console output goes to `console.log` in its folder."""
-    folder = job_folder(cfg, job)
-    folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    clock = progress.Stopwatch()
-    log.info("%s: training (%s)", job, folder)
-    with open(folder / "console.log", "a") as console:
-        done = subprocess.run(train_command(cfg, job), stdout=console, stderr=subprocess.STDOUT, env=env,
-                              cwd=cfg.paths.root_dir).returncode == 0
-    log.info("%s: %s in %s", job, "done" if done else f"FAILED (see {folder / 'console.log'})", clock)
-    return done
+def launcher_overrides(cfg: DictConfig, hydra_overrides: Sequence[str] = ()) -> list[str]:
+    """The `hydra/launcher` the runs go through: the one chosen on the command line with its settings
+    (`hydra/launcher=submitit_slurm hydra.launcher.partition=...`), else joblib, `jobs` runs at once."""
+    chosen = [o for o in hydra_overrides if o.lstrip("+~").startswith(("hydra/launcher=", "hydra.launcher."))]
+    return chosen or ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}"]
+
+
+def launch(cfg: DictConfig, todo: list[Job], launcher: list[str]) -> list[JobReturn]:
+    """Train the jobs as one multirun of `cricket-attn-train` (conf/config.yaml) through the launcher, each
+    in its folder under `output_dir`; returns what each job came to, in order."""
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
+    sweep = loader.load_configuration("config", [*launcher, f"hydra.sweep.dir={cfg.output_dir}",
+                                                 "hydra.job.name=train"],  # each run's log: train.log
+                                      run_mode=RunMode.MULTIRUN)
+    runner = Plugins.instance().instantiate_launcher(
+        hydra_context=HydraContext(config_loader=loader, callbacks=Callbacks(sweep)),
+        task_function=TrainAndRecord(cfg, tuple(todo)), config=sweep)
+    with logging_kept():
+        return list(runner.launch([job_overrides(cfg, job) for job in todo], initial_job_idx=0))
+
+
+@dataclass(frozen=True)
+class TrainAndRecord:
+    """What the launcher runs for each job (by its number): the training run, with its share of the cores
+    and its console output in `console.log` in its folder, then its line in the record. It carries the
+    ablation's config, as the launcher may run it in another process or on a cluster node."""
+
+    cfg: DictConfig
+    jobs: tuple[Job, ...]
+
+    def __call__(self, train_cfg: DictConfig) -> str:
+        # torch and Lightning: imported only where a run trains
+        from cricket_attn.training import train
+
+        job, folder = self.jobs[HydraConfig.get().job.num], Path(HydraConfig.get().runtime.output_dir)
+        clock, threads = progress.Stopwatch(), max(1, usable_cores() // self.cfg.jobs)
+        log.info("%s: training with %d thread(s) (%s)", job, threads, folder)
+        with job_threads(threads), console_to(folder / "console.log"):
+            try:
+                train.main(train_cfg)
+            except SystemExit as stop:  # a setting refused, in one line in the console log
+                raise RuntimeError(f"cricket-attn-train stopped with status {stop.code}") from None
+            except Exception:
+                traceback.print_exc()
+                raise
+        add_record(self.cfg, record_of(self.cfg, job, finished_runs(self.cfg)[job]))
+        return str(clock)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: on a cluster node, its job's share."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextmanager
+def job_threads(threads: int) -> Iterator[None]:
+    """Torch's, OpenMP's and MKL's threads for one run, and as they were afterwards: runs at once share the cores."""
+    import torch
+
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    before, torch_before = {n: os.environ.get(n) for n in names}, torch.get_num_threads()
+    os.environ.update({n: str(threads) for n in names})
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_before)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def console_to(path: Path) -> Iterator[None]:
+    """Everything this process writes to stdout and stderr, the libraries' own included, appended to `path`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(path, "a") as console:
+            os.dup2(console.fileno(), 1)
+            os.dup2(console.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+@contextmanager
+def logging_kept() -> Iterator[None]:
+    """The ablation's own logging as it was after a launch: a launcher sets Hydra's up, and runs jobs here
+    set theirs."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 # The record: what each finished run scored, match by match, kept in git (`record_dir`, a JSON line per
 # run in `<set>.jsonl`). The paired report needs nothing more, so it can be rebuilt from a clone, and an
 # ablation too long for one machine's life carries on from the record on another.
-_record_lock = threading.Lock()
+@contextmanager
+def record_lock(cfg: DictConfig) -> Iterator[None]:
+    """Held while a set's record is rewritten, so runs that finish at once, in other processes too, each
+    keep their line. The lock file is in `output_dir`, out of git."""
+    path = Path(cfg.output_dir) / "record.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)  # released as the file closes
+        yield
 
 
 def run_key(cfg: DictConfig, job: Job) -> tuple[str, str, int]:
@@ -174,7 +289,7 @@ def json_match_id(match_id):
 def add_record(cfg: DictConfig, rec: dict) -> None:
     """Write one run into its set's record file, in place of an earlier record of the same run."""
     path = Path(cfg.record_dir) / f"{cfg.name}.jsonl"
-    with _record_lock:
+    with record_lock(cfg):
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = [line for line in (path.read_text().splitlines() if path.is_file() else []) if line.strip()]
         lines = [line for line in lines if recorded_run_key(json.loads(line)) != recorded_run_key(rec)]
@@ -199,29 +314,26 @@ def recorded_runs(cfg: DictConfig) -> dict[Job, dict]:
     return {job: record[run_key(cfg, job)] for job in every_job(cfg) if run_key(cfg, job) in record}
 
 
-def run_ablation(cfg: DictConfig) -> str:
-    """Train what neither the record nor the store has yet, record it, then write and log the report;
-    returns its markdown."""
+def run_ablation(cfg: DictConfig, hydra_overrides: Sequence[str] = ()) -> str:
+    """Train what neither the record nor the store has yet, through the launcher `hydra_overrides` choose
+    (`launcher_overrides`), record it, then write and log the report; returns its markdown."""
     tracking.check_tracking_uri(cfg.paths.mlflow_uri)
     jobs = plan(cfg)
     done = recorded_runs(cfg)
     if not cfg.report_only:
         todo = [job for job in jobs if job not in done]
-        threads = max(1, (os.cpu_count() or 1) // cfg.jobs)
-        log.info("ablation %s: %d runs, %d in the record, %d to train, %d at once with %d thread(s) each",
-                 cfg.name, len(jobs), len(jobs) - len(todo), len(todo), cfg.jobs, threads)
-
-        def train_and_record(job: Job) -> bool:
-            if not run_job(cfg, job, threads):
-                return False
-            add_record(cfg, record_of(cfg, job, finished_runs(cfg)[job]))
-            return True
-
-        with ThreadPoolExecutor(cfg.jobs) as pool:
-            failed = [job for job, ok in zip(todo, pool.map(train_and_record, todo)) if not ok]
+        launcher = launcher_overrides(cfg, hydra_overrides)
+        log.info("ablation %s: %d runs, %d in the record, %d to train (%s)", cfg.name, len(jobs),
+                 len(jobs) - len(todo), len(todo), " ".join(launcher))
+        returns = launch(cfg, todo, launcher) if todo else []
+        failed = [job for job, ret in zip(todo, returns) if ret.status != JobStatus.COMPLETED]
+        for job, ret in zip(todo, returns):
+            if job in failed:
+                log.warning("%s: FAILED (see %s)", job, job_folder(cfg, job) / "console.log")
+            else:
+                log.info("%s: done in %s", job, ret.return_value)
         if failed:
-            log.warning("%d run(s) failed: %s; run the same command again to retry them", len(failed),
-                        ", ".join(map(str, failed)))
+            log.warning("%d run(s) failed; run the same command again to retry them", len(failed))
         done = recorded_runs(cfg)
     rows, seeds = comparisons(cfg, done)
     table = report(cfg, rows)
@@ -382,7 +494,7 @@ def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path)
 def main(cfg: DictConfig) -> None:
     tracking.artifact_bars(False)
     try:
-        run_ablation(cfg)
+        run_ablation(cfg, list(HydraConfig.get().overrides.hydra))
     except (ValueError, tracking.TrackingError) as err:
         print(f"cricket-attn-ablate: {err}", file=sys.stderr)
         raise SystemExit(2) from None

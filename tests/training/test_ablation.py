@@ -1,21 +1,38 @@
-"""The ablation set runs each variant as an ordinary tracked training run, pairs it with the default,
-and continues a stopped ablation without training anything twice."""
+"""The ablation set runs each variant as an ordinary tracked training run, launched through Hydra's launcher,
+pairs it with the default, and continues a stopped ablation without training anything twice."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from mlflow import MlflowClient
 
 from cricket_attn import tracking
-from cricket_attn.training.ablation import Job, finished_runs, plan, read_record, recorded_runs, run_ablation, settings_digest, train_command
-from cricket_attn.metrics import paired_difference
 from cricket_attn.config import CONF_DIR
+from cricket_attn.metrics import paired_difference
+from cricket_attn.training.ablation import (
+    Job,
+    finished_runs,
+    job_folder,
+    job_overrides,
+    launcher_overrides,
+    plan,
+    read_record,
+    recorded_runs,
+    run_ablation,
+    settings_digest,
+)
 from tests.conftest import FIXTURES
 
 TINY = [f"data.sources=[{FIXTURES}]", "data.min_count=5", "data.batch_size=8", "model.d_model=8", "model.n_heads=2",
         "model.n_layers=1", "model.numeric_hidden=16", "trainer.max_epochs=2", "optim.warmup_steps=2",
         "data.teacher.folds=3", "data.teacher.model.max_iter=20"]
+# One variant and the default, one seed, on the protocol that moves the split (the plan test covers both).
+TWO_RUNS = ("only=[self_only]", "seeds=[0]", "~protocols.test")
+SELF_ONLY, DEFAULT = Job("self_only", "season_back", 0), Job("default", "season_back", 0)
 
 
 def ablation_config(folder, *overrides: str):
@@ -35,64 +52,135 @@ def test_plan_is_seed_by_seed_and_checks_the_variants(tmp_path):
         plan(ablation_config(tmp_path, "only=[selfonly]"))
     context = ablation_config(tmp_path, "ablation_set=context")
     assert context.name == "context" and "history_32" in context.variants and "last_6" not in context.variants
-    command = train_command(cfg, Job("self_only", "season_back", 1))
-    assert "model.context=0" in command and "data.split.train_until=2022" in command and "seed=1" in command
-    assert "+logger.tags.variant=self_only" in command and "ensemble=1" in command
+    overrides = job_overrides(cfg, Job("self_only", "season_back", 1))
+    assert "model.context=0" in overrides and "data.split.train_until=2022" in overrides and "seed=1" in overrides
+    assert "+logger.tags.variant=self_only" in overrides and "ensemble=1" in overrides
+    assert "hydra.sweep.subdir=season_back/self_only/seed1" in overrides  # its folder under output_dir
 
 
-def test_ablation_runs_pairs_and_continues(tmp_path):
-    # One protocol, the one that moves the split (the plan test above covers both): two training runs.
-    cfg = ablation_config(tmp_path, "only=[self_only]", "seeds=[0]", "~protocols.test")
+def test_a_killed_run_is_resumed_in_its_folder_with_its_own_config(tmp_path):
+    cfg = ablation_config(tmp_path)
+    folder = job_folder(cfg, SELF_ONLY)
+    folder.mkdir(parents=True)
+    (folder / tracking.RUN_FILE).write_text("{}")
+    overrides = job_overrides(cfg, SELF_ONLY)
+    # Only the folder: the run's settings come from its .hydra/config.yaml, which the resume leaves as it is.
+    assert f"resume={folder}" in overrides and "hydra.output_subdir=null" in overrides
+    assert not any(o.startswith(("model.", "seed=", "+logger.tags")) for o in overrides)
+
+
+def test_the_launcher_is_the_one_chosen_else_joblib_with_jobs_at_once(tmp_path):
+    cfg = ablation_config(tmp_path, "jobs=3")
+    assert launcher_overrides(cfg) == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=3"]
+    given = ["hydra.run.dir=x", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu",
+             "+hydra.launcher.additional_parameters.mail-type=END", "hydra/job_logging=stages"]
+    assert launcher_overrides(cfg, given) == given[1:4]
+
+
+@pytest.fixture(scope="module")
+def ablation(tmp_path_factory):
+    """The two runs, trained at once through the joblib launcher (jobs=2), recorded and reported."""
+    folder = tmp_path_factory.mktemp("ablation")
+    cfg = ablation_config(folder, *TWO_RUNS, "jobs=2")
     table = run_ablation(cfg)
-    runs = finished_runs(cfg)
-    assert set(runs) == set(plan(cfg)) and len(runs) == 2  # ordinary training runs, finished and tagged
-    from mlflow import MlflowClient
+    return SimpleNamespace(folder=folder, cfg=cfg, table=table, runs=finished_runs(cfg),
+                           seeds=pd.read_csv(folder / "out" / "ablation_seeds.csv"),
+                           client=MlflowClient(cfg.paths.mlflow_uri))
 
-    client = MlflowClient(cfg.paths.mlflow_uri)
-    run = client.get_run(runs[Job("self_only", "season_back", 0)])
+
+def ablation_runs(ablation) -> list:
+    experiment = ablation.client.get_experiment_by_name(ablation.cfg.experiment)
+    return ablation.client.search_runs([experiment.experiment_id], "tags.ablation != ''")
+
+
+@pytest.mark.e2e
+def test_each_job_is_a_finished_training_run_tagged_in_its_folder(ablation):
+    assert set(ablation.runs) == set(plan(ablation.cfg)) == {SELF_ONLY, DEFAULT}
+    run = ablation.client.get_run(ablation.runs[SELF_ONLY])
+    assert run.info.status == "FINISHED"
     assert run.data.tags["protocol"] == "season_back" and run.data.tags["variant"] == "self_only"
+    assert run.data.tags["settings"] == settings_digest(["model.context=0"], ablation.cfg.extra)  # a digest of its overrides
     assert run.data.params["model.context"] == "0" and run.data.params["data.split.test"] == "[2024]"
-    # The report pairs self_only with the default, per protocol, from the runs' scored test balls.
-    assert "| self_only |" in table and "| default |" in table and table.count("[") >= 2
-    seeds = pd.read_csv(tmp_path / "out" / "ablation_seeds.csv")
-    assert len(seeds) == 2 and seeds.loc[seeds["variant"] == "self_only", "diff"].notna().all()
-    mine = seeds[seeds["variant"] == "self_only"].iloc[0]  # its cell shows the epochs its refit trained
+    folder = ablation.folder / "out" / "season_back" / "self_only" / "seed0"
+    assert (folder / "train.log").is_file() and (folder / tracking.RUN_FILE).is_file()
+    assert "test/log_loss:" in (folder / "console.log").read_text()  # what the run printed
+
+
+@pytest.mark.e2e
+def test_jobs_2_trains_two_runs_at_once(ablation):
+    first, second = (ablation.client.get_run(ablation.runs[job]).info for job in (SELF_ONLY, DEFAULT))
+    assert first.start_time < second.end_time and second.start_time < first.end_time
+
+
+@pytest.mark.e2e
+def test_the_report_pairs_the_variant_with_the_default_on_the_same_balls(ablation):
+    table, cfg = ablation.table, ablation.cfg
+    assert "| self_only |" in table and "| default |" in table
+    mine = ablation.seeds[ablation.seeds["variant"] == "self_only"].iloc[0]  # its cell shows the epochs its refit trained
     assert f"| self_only | {mine['log_loss']:.4f} ({mine['epochs']}) |" in table
     val = {job.variant: rec["val_log_loss"] for job, rec in recorded_runs(cfg).items()}  # and on its validation season
     assert f"| {val['self_only'] - val['default']:+.4f} |" in table
-    assert (tmp_path / "out" / "season_back" / "self_only" / "seed0" / "train.log").is_file()
-    summary = client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")
-    assert len(summary) == 1 and "season_back/self_only/diff" in summary[0].data.metrics
-    assert run.data.tags["settings"] == settings_digest(["model.context=0"], cfg.extra)  # a digest of its overrides
-    # Another set with the same settings under other names finds these runs and trains nothing.
-    context = ablation_config(tmp_path, "ablation_set=context", "only=[self_only]", "seeds=[0]", "~protocols.test")
-    assert {j: r for j, r in finished_runs(context).items()} == {j: runs[j] for j in runs}
-    # Its report pairs every variant with its control too (self_only): the default against it is the
-    # same balls' difference, negated.
-    both = run_ablation(context)
-    assert "Against the control, `self_only`" in both and "| self_only | control |" in both
-    control_row = both.split("Against the control")[1].split("| default | ")[1]
-    assert float(control_row.split(" ")[0]) == pytest.approx(-seeds.loc[seeds["variant"] == "self_only", "diff"].iloc[0],
-                                                             abs=1e-4)
-    # Run again: nothing is trained twice, the same table comes back.
-    again = run_ablation(cfg)
-    assert finished_runs(cfg) == runs and again == table
-    assert len(client.search_runs([run.info.experiment_id], "tags.ablation_summary = 'attention'")) == 1
-
-    # The record holds each run's per-match scores; from them alone the paired difference and its
-    # interval are those of the two runs' scored balls.
-    record = recorded_runs(cfg)
-    assert set(record) == set(runs) and (tmp_path / "record" / "attention.jsonl").read_text().count("\n") == 2
-    balls = tracking.load_scored(cfg.paths.mlflow_uri, runs[Job("self_only", "season_back", 0)])
-    assert sum(m[1] for m in record[Job("self_only", "season_back", 0)]["matches"]) == len(balls)
-    direct = paired_difference(balls, tracking.load_scored(cfg.paths.mlflow_uri, runs[Job("default", "season_back", 0)]),
-                               n_boot=200)
+    balls = [tracking.load_scored(cfg.paths.mlflow_uri, ablation.runs[job]) for job in (SELF_ONLY, DEFAULT)]
+    direct = paired_difference(*balls, n_boot=200)  # the interval the record gives is that of the scored balls
     assert f"{direct['diff']:+.4f} [{direct['ci_low']:+.4f}, {direct['ci_high']:+.4f}]" in table
-    # A clone on another machine (an empty store, the committed record) trains nothing and reports the same.
-    clone = ablation_config(tmp_path, "only=[self_only]", "seeds=[0]", "~protocols.test",
-                            f"paths.mlflow_uri=sqlite:///{tmp_path / 'other.db'}")
-    assert finished_runs(clone) == {} and run_ablation(clone) == table
-    # A damaged record is refused with its file and line.
-    (tmp_path / "record" / "attention.jsonl").write_text('{"settings": "x"}\n')
+    summary = ablation.client.search_runs([ablation.client.get_run(ablation.runs[SELF_ONLY]).info.experiment_id],
+                                          "tags.ablation_summary = 'attention'")
+    assert len(summary) == 1 and summary[0].data.metrics["season_back/self_only/diff"] == pytest.approx(direct["diff"], abs=1e-5)
+
+
+@pytest.mark.e2e
+def test_the_seeds_csv_has_each_run_and_its_paired_difference(ablation):
+    seeds = ablation.seeds.set_index("variant")
+    assert sorted(seeds.index) == ["default", "self_only"] and (seeds["seed"] == 0).all()
+    assert pd.isna(seeds.loc["default", "diff"]) and pd.notna(seeds.loc["self_only", "diff"])
+    assert seeds.loc["self_only", "run"] == ablation.client.get_run(ablation.runs[SELF_ONLY]).info.run_name
+
+
+@pytest.mark.e2e
+def test_the_record_holds_each_runs_balls_and_loss_by_match(ablation):
+    record = recorded_runs(ablation.cfg)
+    assert set(record) == set(ablation.runs)
+    assert (ablation.folder / "record" / "attention.jsonl").read_text().count("\n") == 2
+    balls = tracking.load_scored(ablation.cfg.paths.mlflow_uri, ablation.runs[SELF_ONLY])
+    assert sum(m[1] for m in record[SELF_ONLY]["matches"]) == len(balls)
+
+
+@pytest.mark.e2e
+def test_another_set_with_the_same_settings_finds_the_runs(ablation):
+    context = ablation_config(ablation.folder, "ablation_set=context", *TWO_RUNS)
+    assert finished_runs(context) == ablation.runs
+
+
+@pytest.mark.e2e
+def test_the_control_table_pairs_every_variant_with_the_control(ablation):
+    # The context set's control is self_only: the default against it is the same balls' difference, negated.
+    context = ablation_config(ablation.folder, "ablation_set=context", *TWO_RUNS,
+                              f"output_dir={ablation.folder / 'context'}")
+    table = run_ablation(context)
+    assert "Against the control, `self_only`" in table and "| self_only | control |" in table
+    default_row = table.split("Against the control")[1].split("| default | ")[1]
+    assert float(default_row.split(" ")[0]) == pytest.approx(-ablation.seeds.set_index("variant").loc["self_only", "diff"],
+                                                             abs=1e-4)
+
+
+@pytest.mark.e2e
+def test_running_again_trains_nothing_and_reports_the_same(ablation):
+    trained = {r.info.run_id for r in ablation_runs(ablation)}
+    assert run_ablation(ablation.cfg) == ablation.table
+    assert {r.info.run_id for r in ablation_runs(ablation)} == trained and finished_runs(ablation.cfg) == ablation.runs
+    experiment = ablation.client.get_run(ablation.runs[SELF_ONLY]).info.experiment_id
+    assert len(ablation.client.search_runs([experiment], "tags.ablation_summary = 'attention'")) == 1
+
+
+@pytest.mark.e2e
+def test_a_clone_with_an_empty_store_reports_from_the_record(ablation):
+    clone = ablation_config(ablation.folder, *TWO_RUNS, f"paths.mlflow_uri=sqlite:///{ablation.folder / 'other.db'}",
+                            f"output_dir={ablation.folder / 'clone'}")
+    assert finished_runs(clone) == {} and run_ablation(clone) == ablation.table
+    assert not (ablation.folder / "clone" / "season_back").exists()  # nothing trained
+
+
+def test_a_damaged_record_is_refused_with_its_file_and_line(tmp_path):
+    (tmp_path / "attention.jsonl").write_text('{"settings": "x"}\n')
     with pytest.raises(ValueError, match=r"attention.jsonl: line 1: not an ablation record"):
-        read_record(tmp_path / "record")
+        read_record(tmp_path)
