@@ -20,8 +20,16 @@ from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.data.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
+# Session fixtures that train a run: a test that needs one is end-to-end (`-m "not e2e"` leaves it out).
+TRAINED_RUNS = {"tracked_run", "baselines_run"}
 
 torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if TRAINED_RUNS & set(item.fixturenames):
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

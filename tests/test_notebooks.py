@@ -10,6 +10,8 @@ from nbclient import NotebookClient
 
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.e2e  # each notebook runs in its own kernel
+
 NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
 
 

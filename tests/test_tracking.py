@@ -19,6 +19,8 @@ from cricket_attn.tracking import TrackingError, check_tracking_uri, start_run, 
 from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
 
+pytestmark = pytest.mark.e2e  # training runs, their MLflow store, commands and a server
+
 
 def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
     client = MlflowClient(tracked_run["uri"])

@@ -9,7 +9,7 @@ import torch
 from cricket_attn.data.teacher import out_of_fold_probabilities, teacher_probabilities
 from tests.data.test_datamodule import make
 
-SMALL = dict(learning_rate=0.1, max_iter=20, min_samples_leaf=20, early_stopping=False)
+SMALL = dict(learning_rate=0.1, max_iter=5, min_samples_leaf=20, early_stopping=False)
 
 
 def test_a_matchs_targets_never_see_its_own_outcomes(deliveries):
@@ -33,7 +33,7 @@ def test_teacher_is_cached_by_deliveries_and_settings(deliveries, tmp_path):
     first = teacher_probabilities(d, SMALL, 3, 0, 200.0, tmp_path)
     assert len(list(tmp_path.glob("teacher-*.npy"))) == 1 and not list(tmp_path.glob(".*.tmp"))
     assert np.array_equal(teacher_probabilities(d, SMALL, 3, 0, 200.0, tmp_path), first)
-    teacher_probabilities(d, dict(SMALL, max_iter=10), 3, 0, 200.0, tmp_path)
+    teacher_probabilities(d, dict(SMALL, max_iter=3), 3, 0, 200.0, tmp_path)
     assert len(list(tmp_path.glob("teacher-*.npy"))) == 2  # other settings: another teacher
     other_venue = d.assign(venue=d["venue"].astype(str).where(d.index > 0, "Somewhere Else"))
     teacher_probabilities(other_venue, SMALL, 3, 0, 200.0, tmp_path)

@@ -209,6 +209,7 @@ def test_a_bad_file_is_skipped_and_strict_makes_it_fatal(checkpoint, tmp_path, c
     assert "1527674" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # the command, with an MLflow store
 def test_a_missing_or_foreign_model_fails_before_reading_data(tmp_path, capsys):
     out = tmp_path / "scores.parquet"
     out.write_text("previous results")

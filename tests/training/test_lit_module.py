@@ -46,6 +46,7 @@ def test_same_seed_same_validation_loss(data_config, tmp_path):
     assert 1.0 < a < 3.0  # a real loss over 10 classes (uniform is 2.30)
 
 
+@pytest.mark.e2e  # a fresh process
 def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_path):
     trainer, module, dm = fit(data_config, tmp_path, epochs=1)
     path = tmp_path / "model.ckpt"

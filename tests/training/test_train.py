@@ -13,6 +13,8 @@ from cricket_attn.model import ConfigError
 from cricket_attn.training.train import train
 from tests.conftest import tiny_train_config
 
+pytestmark = pytest.mark.e2e  # the training entry point, its runs and its config as a run composes it
+
 
 def test_fit_refit_and_test_on_real_matches(tracked_run):
     results = tracked_run["results"]
@@ -114,11 +116,25 @@ def test_console_script_finds_conf_from_any_folder(tmp_path):
     assert gone.stderr.strip().splitlines()[-1].startswith("cricket-attn-train: MLflow tracking URI http://127.0.0.1:9")
 
 
-def test_gpu_and_ddp_trainers_compose(tmp_path):
-    gpu = tiny_train_config(tmp_path, "trainer=gpu").trainer
-    assert (gpu.accelerator, gpu.precision, gpu.devices) == ("gpu", "bf16-mixed", 1)
-    ddp = tiny_train_config(tmp_path, "trainer=ddp").trainer
-    assert (ddp.strategy, ddp.use_distributed_sampler, ddp.precision) == ("ddp", False, "bf16-mixed")
+def test_the_trainer_and_its_callbacks_build_from_conf(tmp_path):
+    """conf/trainer and conf/callbacks made into the objects training uses; the GPU trainers (no GPU here) as
+    far as a machine without one allows: every setting one the Trainer takes."""
+    import inspect
+
+    import hydra
+    import pytorch_lightning as pl
+
+    cfg = tiny_train_config(tmp_path)
+    callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values() if c]
+    trainer = hydra.utils.instantiate(cfg.trainer, callbacks=callbacks, logger=False)
+    assert isinstance(trainer.accelerator, pl.accelerators.CPUAccelerator) and trainer.max_epochs == 2
+    assert trainer.gradient_clip_val == 1.0 and trainer.early_stopping_callback.monitor == "val/loss"
+    assert trainer.checkpoint_callback.dirpath == str(tmp_path / "run" / "checkpoints")
+    for name, expected in (("gpu", {"accelerator": "gpu", "precision": "bf16-mixed", "devices": 1}),
+                           ("ddp", {"strategy": "ddp", "use_distributed_sampler": False, "devices": "auto"})):
+        made = hydra.utils.instantiate(tiny_train_config(tmp_path, f"trainer={name}").trainer, _partial_=True)
+        assert made.func is pl.Trainer and expected.items() <= made.keywords.items()
+        inspect.signature(pl.Trainer).bind(**made.keywords)  # a key the Trainer does not take raises TypeError
 
 
 def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
