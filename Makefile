@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: main train baselines dashboard test test-all setup benchmark
+.PHONY: main train baselines dashboard test unit lint format test-all setup benchmark
 
 setup: $(STAMP)
 
@@ -38,9 +38,22 @@ baselines: $(STAMP)
 dashboard: $(STAMP)
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 
-# The default test run: fast, on the real fixture matches; what CI runs.
+# The default test run: fast, on the real fixture matches; what CI runs (after `make lint`).
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -q
+
+# The developers' loop: the unit tests alone, without the end-to-end ones (runs, commands, notebooks).
+unit: $(STAMP)
+	$(PY) -m pytest -m "not slow and not e2e" -q
+
+# ruff (pyproject.toml): lint, imports sorted, and the format checked; `make format` applies it.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # Everything, including the checks on the whole IPL archive.
 test-all: $(STAMP)
