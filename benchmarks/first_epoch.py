@@ -36,16 +36,29 @@ def stages(history_balls: int, first_innings: bool) -> dict[str, float]:
         load_tables([archive], PhaseRules.from_config(cfg.phases), data_dir=tmp)
         seconds["ingest"] = time.perf_counter() - start
         start = time.perf_counter()
-        dm = CricketDataModule([str(archive)], tmp, OmegaConf.to_container(cfg.phases),
-                               OmegaConf.to_container(cfg.split), min_count=cfg.min_count, batch_size=cfg.batch_size,
-                               history_balls=history_balls, first_innings=first_innings)
+        dm = CricketDataModule(
+            [str(archive)],
+            tmp,
+            OmegaConf.to_container(cfg.phases),
+            OmegaConf.to_container(cfg.split),
+            min_count=cfg.min_count,
+            batch_size=cfg.batch_size,
+            history_balls=history_balls,
+            first_innings=first_innings,
+        )
         dm.prepare_data()
         dm.setup("fit")
         seconds["data set-up"] = time.perf_counter() - start
         start = time.perf_counter()
         module = BallOutcomeModule(dict(dm.encoder.model_dims(), d_model=64, n_heads=4, n_layers=2, max_len=160))
-        trainer = pl.Trainer(max_steps=1, limit_val_batches=0, logger=False, enable_checkpointing=False,
-                             enable_progress_bar=False, enable_model_summary=False)
+        trainer = pl.Trainer(
+            max_steps=1,
+            limit_val_batches=0,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
         trainer.fit(module, dm)
         seconds["first step"] = time.perf_counter() - start
     return seconds
@@ -57,8 +70,10 @@ def main() -> None:
     p.add_argument("--first-innings", action="store_true", help="also give each chase its first innings")
     args = p.parse_args()
     rows = [(k, stages(k, args.first_innings)) for k in args.history_balls]
-    print(f"\nmachine: {cpu()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread(s); first innings as context: {args.first_innings}")
+    print(
+        f"\nmachine: {cpu()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s); first innings as context: {args.first_innings}"
+    )
     print(f"{'histories K':>11} {'ingest s':>9} {'data set-up s':>14} {'first step s':>13} {'total s':>8}")
     for k, s in rows:
         print(f"{k:>11} {s['ingest']:>9.1f} {s['data set-up']:>14.1f} {s['first step']:>13.2f} {sum(s.values()):>8.1f}")

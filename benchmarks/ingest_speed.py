@@ -42,11 +42,11 @@ def main() -> None:
         cli = [sys.executable, "-m", "cricket_attn.data.ingest", str(archive), "--data-dir", tmp]
         rows["cached, CLI wall time"] = timed(lambda: subprocess.run(cli, check=True, capture_output=True), 3)
         rows["cold, CLI wall time (--refresh)"] = timed(
-            lambda: subprocess.run(cli + ["--refresh"], check=True, capture_output=True), 3)
+            lambda: subprocess.run(cli + ["--refresh"], check=True, capture_output=True), 3
+        )
     n = len(load_tables([archive], phases, data_dir=data_dir).deliveries)
 
-    print(f"machine: {cpu()}, {platform.system()}, "
-          f"Python {platform.python_version()}")
+    print(f"machine: {cpu()}, {platform.system()}, Python {platform.python_version()}")
     print(f"archive: {archive} ({n:,} deliveries)")
     print(f"{'measurement':<40} {'median s':>9} {'min s':>7}")
     for name, times in rows.items():

@@ -35,8 +35,12 @@ from cricket_attn.tracking import latest_transformer_run
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--model", action="append", help="checkpoint or MLflow model URI; repeat it to time several "
-                   "in the same run (default: latest transformer run's checkpoint)")
+    p.add_argument(
+        "--model",
+        action="append",
+        help="checkpoint or MLflow model URI; repeat it to time several "
+        "in the same run (default: latest transformer run's checkpoint)",
+    )
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     models = args.model or [latest_transformer_run(DEFAULT_TRACKING_URI).data.tags["checkpoint"]]
@@ -63,10 +67,18 @@ def main() -> None:
     print(f"{'model':<72} {'CLI end to end (s)':>20} {'scoring loop (s)':>18} {'deliveries/s':>14}")
     for model, (wall, loop) in timings.items():
         shown = model if len(model) <= 72 else "..." + model[-69:]
-        print(f"{shown:<72} {statistics.median(wall):>12.2f} ({min(wall):.2f}) "
-              f"{statistics.median(loop):>10.3f} ({min(loop):.3f}) {rows / statistics.median(loop):>14,.0f}")
-    print(json.dumps({m: {"cli_s": statistics.median(w), "loop_deliveries_per_s": rows / statistics.median(lp)}
-                      for m, (w, lp) in timings.items()}))
+        print(
+            f"{shown:<72} {statistics.median(wall):>12.2f} ({min(wall):.2f}) "
+            f"{statistics.median(loop):>10.3f} ({min(loop):.3f}) {rows / statistics.median(loop):>14,.0f}"
+        )
+    print(
+        json.dumps(
+            {
+                m: {"cli_s": statistics.median(w), "loop_deliveries_per_s": rows / statistics.median(lp)}
+                for m, (w, lp) in timings.items()
+            }
+        )
+    )
 
 
 def time_model(model: str, folder: Path, deliveries, repeat: int) -> tuple[list[float], list[float]]:

@@ -37,9 +37,9 @@ def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: boo
         cache = KVCache(m.cfg.n_layers) if cached else None
         for t in range(balls):
             if cached:
-                m({k: v[:, t:t + 1] for k, v in batch.items()}, cache, last_only=True)
+                m({k: v[:, t : t + 1] for k, v in batch.items()}, cache, last_only=True)
             else:
-                m({k: v[:, :t + 1] for k, v in batch.items()}, last_only=True)
+                m({k: v[:, : t + 1] for k, v in batch.items()}, last_only=True)
     if batch["numeric"].is_cuda:
         torch.cuda.synchronize()
     return time.perf_counter() - start
@@ -72,24 +72,29 @@ def main() -> None:
         model_steps(chosen, {k: v[:8] for k, v in batch.items()}, 4, True)  # warm-up
         cached = model_steps(chosen, batch, balls, cached=True)
         recomputed = model_steps(chosen, batch, balls, cached=False)
-        rows.append((f"model steps, {label}", args.sims * balls / cached, args.sims * balls / recomputed,
-                     recomputed / cached))
+        rows.append(
+            (f"model steps, {label}", args.sims * balls / cached, args.sims * balls / recomputed, recomputed / cached)
+        )
 
     simulated = seconds = 0
     if device.type == "cpu":  # the simulator's state lives on the CPU; on a GPU only the model steps are timed
         sim = Simulator.build(model, trained.encoder, phases, d)
         state = sim.start(InningsSetup.from_table(innings, tables.matches), args.sims)
-        bowlers = BowlerChoice.for_innings(state, sim.usage, str(innings["bowling_team"].iloc[0]),
-                                           innings["date"].iloc[0])
+        bowlers = BowlerChoice.for_innings(
+            state, sim.usage, str(innings["bowling_team"].iloc[0]), innings["date"].iloc[0]
+        )
         start = time.perf_counter()
         end = sim.roll(state, sim.new_caches(), bowlers, torch.Generator().manual_seed(0))
         seconds = time.perf_counter() - start
         simulated = int(end.deliveries.sum())
-        rows.append((f"whole simulator, the model ({len(members)} members)", simulated / seconds, float("nan"),
-                     float("nan")))
+        rows.append(
+            (f"whole simulator, the model ({len(members)} members)", simulated / seconds, float("nan"), float("nan"))
+        )
 
-    print(f"\nmachine: {cpu()}, {args.threads} thread(s), torch "
-          f"{torch.__version__}, device {args.device}; {args.sims} innings at once, {balls} balls")
+    print(
+        f"\nmachine: {cpu()}, {args.threads} thread(s), torch "
+        f"{torch.__version__}, device {args.device}; {args.sims} innings at once, {balls} balls"
+    )
     print(f"{'':<48} {'balls/s cached':>15} {'recomputed':>12} {'speed-up':>9}")
     for name, fast, slow, ratio in rows:
         print(f"{name:<48} {fast:>15,.0f} {slow:>12,.0f} {ratio:>8.1f}x")

@@ -65,19 +65,29 @@ def _time(cfg, epochs: int) -> dict:
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     counted = Deliveries()
-    trainer = hydra.utils.instantiate(cfg.trainer, max_epochs=epochs, limit_val_batches=0, logger=False,
-                                      enable_checkpointing=False, enable_progress_bar=False,
-                                      enable_model_summary=False, callbacks=[counted])
+    trainer = hydra.utils.instantiate(
+        cfg.trainer,
+        max_epochs=epochs,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[counted],
+    )
     gpu = cfg.trainer.accelerator == "gpu"
     if gpu:
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     trainer.fit(module, dm)
     seconds = time.perf_counter() - start
-    return {"deliveries": counted.count, "seconds": seconds,
-            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
-            "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
-            "device": torch.cuda.get_device_name() if gpu else cpu()}
+    return {
+        "deliveries": counted.count,
+        "seconds": seconds,
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+        "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
+        "device": torch.cuda.get_device_name() if gpu else cpu(),
+    }
 
 
 def main() -> None:
@@ -89,15 +99,21 @@ def main() -> None:
     args = p.parse_args()
     rows = {name: time_training(own + args.overrides, args.epochs) for name, own in variants(args).items()}
     first = next(iter(rows.values()))
-    print(f"device: {first['device']}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
-          f"{args.epochs} epochs; overrides for all: {' '.join(args.overrides) or 'none'}")
-    print(f"{'variant':<26} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'vs default':>10} {'peak RSS GB':>12}"
-          + (f" {'GPU peak GB':>12}" if first["gpu_peak_gb"] is not None else ""))
+    print(
+        f"device: {first['device']}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
+        f"{args.epochs} epochs; overrides for all: {' '.join(args.overrides) or 'none'}"
+    )
+    print(
+        f"{'variant':<26} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'vs default':>10} {'peak RSS GB':>12}"
+        + (f" {'GPU peak GB':>12}" if first["gpu_peak_gb"] is not None else "")
+    )
     base = rows["default"]["deliveries"] / rows["default"]["seconds"]
     for name, r in rows.items():
         rate = r["deliveries"] / r["seconds"]
-        print(f"{name:<26} {r['deliveries']:>11,} {r['seconds']:>8.1f} {rate:>13,.0f} {rate / base:>10.2f} "
-              f"{r['peak_rss_gb']:>12.2f}" + (f" {r['gpu_peak_gb']:>12.2f}" if r["gpu_peak_gb"] is not None else ""))
+        print(
+            f"{name:<26} {r['deliveries']:>11,} {r['seconds']:>8.1f} {rate:>13,.0f} {rate / base:>10.2f} "
+            f"{r['peak_rss_gb']:>12.2f}" + (f" {r['gpu_peak_gb']:>12.2f}" if r["gpu_peak_gb"] is not None else "")
+        )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,11 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
         "log_loss": float(log_loss(y, p, labels=labels)),
         "brier": float(brier_score_loss(y, p, labels=labels)),
         "accuracy": float(accuracy_score(y, p.argmax(axis=1))),
-        "ece": float(multiclass_calibration_error(torch.from_numpy(p), torch.from_numpy(y), len(OUTCOMES),
-                                                  n_bins=ECE_BINS, norm="l1")),
+        "ece": float(
+            multiclass_calibration_error(
+                torch.from_numpy(p), torch.from_numpy(y), len(OUTCOMES), n_bins=ECE_BINS, norm="l1"
+            )
+        ),
         "deliveries": float(len(frame)),
     }
     for phase, part in frame.groupby("phase", observed=True, sort=True):
@@ -88,7 +91,8 @@ def paired_losses(model: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     `diff` (model - reference)."""
     keys = list(KEY_COLUMNS)
     both = model[keys + ["outcome"] + list(PROB_COLUMNS)].merge(
-        reference[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_ref"), validate="one_to_one")
+        reference[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_ref"), validate="one_to_one"
+    )
     if len(both) == 0:
         raise ValueError("the two scored frames share no deliveries")
     ref = both[keys + ["outcome"]].assign(**{c: both[f"{c}_ref"] for c in PROB_COLUMNS})
@@ -113,12 +117,18 @@ def match_bootstrap_sums(sums: np.ndarray, counts: np.ndarray, n_boot: int = 200
     draws = rng.integers(0, len(sums), size=(n_boot, len(sums)))
     boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
-    return {"diff": float(sums.sum() / counts.sum()), "ci_low": float(low), "ci_high": float(high),
-            "deliveries": float(counts.sum()), "matches": float(len(sums))}
+    return {
+        "diff": float(sums.sum() / counts.sum()),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "deliveries": float(counts.sum()),
+        "matches": float(len(sums)),
+    }
 
 
-def paired_difference(model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000,
-                      seed: int = 0) -> dict[str, float]:
+def paired_difference(
+    model: pd.DataFrame, reference: pd.DataFrame, n_boot: int = 2000, seed: int = 0
+) -> dict[str, float]:
     """Mean log-loss difference (model - reference) on the deliveries both scored, with a 95%
     bootstrap interval by match."""
     paired = paired_losses(model, reference)
@@ -137,8 +147,9 @@ STATE_CUTS = (
 )  # fmt: skip
 
 
-def paired_by_state(model: pd.DataFrame, reference: pd.DataFrame, state: pd.DataFrame, n_boot: int = 1000,
-                    seed: int = 0) -> pd.DataFrame:
+def paired_by_state(
+    model: pd.DataFrame, reference: pd.DataFrame, state: pd.DataFrame, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Where model and reference part company: the paired log-loss difference (model - reference) with
     its bootstrap interval by match, within each bin of the match state (`STATE_CUTS`). `state` has the
     key columns, `phase`, `innings_kind` and the match-state columns the cuts use."""
@@ -148,8 +159,13 @@ def paired_by_state(model: pd.DataFrame, reference: pd.DataFrame, state: pd.Data
         values = paired[column]
         groups = pd.cut(values, edges, labels=names) if edges is not None else values
         for name, part in paired.groupby(groups, observed=True, sort=True):  # categories in their order
-            rows.append({"state": title, "bin": str(name),
-                         **match_bootstrap(part["diff"].to_numpy(), part["match_id"], n_boot, seed)})
+            rows.append(
+                {
+                    "state": title,
+                    "bin": str(name),
+                    **match_bootstrap(part["diff"].to_numpy(), part["match_id"], n_boot, seed),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -175,9 +191,12 @@ def binary_ece(p: np.ndarray, y: np.ndarray, bins: int) -> float:
 def binary_reliability(p: np.ndarray, y: np.ndarray, bins: int) -> pd.DataFrame:
     """Per equal-width bin of forecasts: the mean forecast, the observed rate and the number of states."""
     b = np.clip((p * bins).astype(int), 0, bins - 1)
-    return (pd.DataFrame({"bin": b, "forecast": p, "observed": y}).groupby("bin")
-            .agg(forecast=("forecast", "mean"), observed=("observed", "mean"), states=("observed", "size"))
-            .reset_index())
+    return (
+        pd.DataFrame({"bin": b, "forecast": p, "observed": y})
+        .groupby("bin")
+        .agg(forecast=("forecast", "mean"), observed=("observed", "mean"), states=("observed", "size"))
+        .reset_index()
+    )
 
 
 def reliability_table(frame: pd.DataFrame, n_bins: int = ECE_BINS) -> pd.DataFrame:
@@ -186,8 +205,11 @@ def reliability_table(frame: pd.DataFrame, n_bins: int = ECE_BINS) -> pd.DataFra
     conf, correct = p.max(axis=1), (p.argmax(axis=1) == labels_of(frame))
     bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)
     table = pd.DataFrame({"bin": bins, "confidence": conf, "accuracy": correct.astype(float)})
-    return table.groupby("bin").agg(confidence=("confidence", "mean"), accuracy=("accuracy", "mean"),
-                                    deliveries=("accuracy", "size")).reset_index()
+    return (
+        table.groupby("bin")
+        .agg(confidence=("confidence", "mean"), accuracy=("accuracy", "mean"), deliveries=("accuracy", "size"))
+        .reset_index()
+    )
 
 
 def plot_reliability(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -200,8 +222,13 @@ def plot_reliability(frame: pd.DataFrame, path: str | Path, title: str = "") -> 
     fig, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
     ax.plot(table["confidence"], table["accuracy"], marker="o", label="model")
-    ax.set(xlabel="predicted probability of the top outcome", ylabel="how often it happened",
-           xlim=(0, 1), ylim=(0, 1), title=title or "Reliability (top label)")
+    ax.set(
+        xlabel="predicted probability of the top outcome",
+        ylabel="how often it happened",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=title or "Reliability (top label)",
+    )
     ax.legend(loc="upper left")
     return save_figure(fig, path)
 
@@ -227,8 +254,11 @@ def plot_phases(frame: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     ax.bar(x - 0.2, model, width=0.4, label="model")
     ax.bar(x + 0.2, marginal, width=0.4, label="phase class mix (in-sample)")
     ax.set_xticks(x, phases)
-    ax.set(ylabel="log loss (nats)", ylim=(min(model + marginal) - 0.1, max(model + marginal) + 0.05),
-           title=title or "Log loss by phase")
+    ax.set(
+        ylabel="log loss (nats)",
+        ylim=(min(model + marginal) - 0.1, max(model + marginal) + 0.05),
+        title=title or "Log loss by phase",
+    )
     ax.legend(loc="lower right", fontsize=8)
     return save_figure(fig, path)
 
@@ -244,18 +274,25 @@ def plot_comparison(paired: pd.DataFrame, path: str | Path, title: str = "") -> 
 
     y = np.arange(len(paired))[::-1]
     fig, ax = plt.subplots(figsize=(6, 0.6 * len(paired) + 1.4))
-    ax.errorbar(paired["diff"], y, xerr=[paired["diff"] - paired["ci_low"], paired["ci_high"] - paired["diff"]],
-                fmt="o", capsize=4)
+    ax.errorbar(
+        paired["diff"],
+        y,
+        xerr=[paired["diff"] - paired["ci_low"], paired["ci_high"] - paired["diff"]],
+        fmt="o",
+        capsize=4,
+    )
     ax.axvline(0, color="grey", linestyle="--", linewidth=1)
     ax.set_yticks(y, paired.index)
-    ax.set(xlabel="baseline log loss - transformer's, nats per ball (95% CI by match)",
-           title=title or "Paired against the transformer on the same balls")
+    ax.set(
+        xlabel="baseline log loss - transformer's, nats per ball (95% CI by match)",
+        title=title or "Paired against the transformer on the same balls",
+    )
     return save_figure(fig, path)
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
     """A frame as a markdown table, floats to `digits` decimals."""
-    cell = lambda v: f"{v:.{digits}f}" if isinstance(v, float) else str(v)  # noqa: E731
+    cell = lambda v: f"{v:.{digits}f}" if isinstance(v, float) else str(v)
     lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)

@@ -70,9 +70,13 @@ class ModelConfig:
             raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
         unknown = [p for p in self.positional_parts if p not in POSITIONAL_PARTS]
         if unknown:
-            raise ConfigError(f"model.positional_parts: unknown part(s) {unknown}; choose from {list(POSITIONAL_PARTS)}")
+            raise ConfigError(
+                f"model.positional_parts: unknown part(s) {unknown}; choose from {list(POSITIONAL_PARTS)}"
+            )
         if "absolute" in self.positional_parts and self.positional_dim % 2:
-            raise ConfigError(f"the sinusoidal part needs an even width, got model.positional_dim={self.positional_dim}")
+            raise ConfigError(
+                f"the sinusoidal part needs an even width, got model.positional_dim={self.positional_dim}"
+            )
         if self.history_balls < 0:
             raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
         self.history_roles = tuple(self.history_roles)
@@ -84,18 +88,25 @@ class ModelConfig:
             if getattr(self, f) < 1:
                 raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
         if self.numeric_embedding not in NUMERIC_EMBEDDINGS:
-            raise ConfigError(f"model.numeric_embedding must be one of {list(NUMERIC_EMBEDDINGS)}, "
-                              f"got {self.numeric_embedding!r}")
+            raise ConfigError(
+                f"model.numeric_embedding must be one of {list(NUMERIC_EMBEDDINGS)}, got {self.numeric_embedding!r}"
+            )
         if self.numeric_hidden is not None and self.numeric_hidden < 1:
-            raise ConfigError(f"model.numeric_hidden must be at least 1 (or null for d_model), got {self.numeric_hidden}")
+            raise ConfigError(
+                f"model.numeric_hidden must be at least 1 (or null for d_model), got {self.numeric_hidden}"
+            )
         if self.numeric_embedding == "bins":
             if self.numeric_quantiles is None:
-                raise ConfigError("model.numeric_embedding=bins needs the training quantiles of the numeric "
-                                  "features (model.numeric_quantiles, given by the data encoder)")
+                raise ConfigError(
+                    "model.numeric_embedding=bins needs the training quantiles of the numeric "
+                    "features (model.numeric_quantiles, given by the data encoder)"
+                )
             levels = len(self.numeric_quantiles[0]) - 1
             if len(self.numeric_quantiles) != self.n_numeric or self.numeric_bins < 1 or levels % self.numeric_bins:
-                raise ConfigError(f"model.numeric_bins={self.numeric_bins} must divide the {levels} quantile steps "
-                                  f"given for each of the {self.n_numeric} numeric features")
+                raise ConfigError(
+                    f"model.numeric_bins={self.numeric_bins} must divide the {levels} quantile steps "
+                    f"given for each of the {self.n_numeric} numeric features"
+                )
         if not self.temperature > 0:
             raise ConfigError(f"model.temperature must be positive, got {self.temperature}")
         if not 0 <= self.dropout < 1 or not 0 <= self.entity_dropout < 1:
@@ -131,10 +142,17 @@ class CricketPositionalEncoding(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.parts = cfg.positional_parts
-        sizes = {"ball_in_over": cfg.max_ball_in_over + 1, "over": cfg.max_overs, "phase": 3,
-                 "batter_balls": cfg.max_player_balls + 1, "bowler_balls": cfg.max_player_balls + 1}
+        sizes = {
+            "ball_in_over": cfg.max_ball_in_over + 1,
+            "over": cfg.max_overs,
+            "phase": 3,
+            "batter_balls": cfg.max_player_balls + 1,
+            "bowler_balls": cfg.max_player_balls + 1,
+        }
         self.max_player_balls = cfg.max_player_balls
-        self.embed = nn.ModuleDict({p: nn.Embedding(sizes[p], cfg.positional_dim) for p in self.parts if p != "absolute"})
+        self.embed = nn.ModuleDict(
+            {p: nn.Embedding(sizes[p], cfg.positional_dim) for p in self.parts if p != "absolute"}
+        )
         if "absolute" in self.parts:
             self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, cfg.positional_dim), persistent=False)
         self.proj = nn.Linear(cfg.positional_dim * len(self.parts), cfg.d_model) if self.parts else None
@@ -181,14 +199,14 @@ class PiecewiseLinearEmbedding(nn.Module):
         """(..., k, bins): the ramps, clip((x - lower) / width, 0, 1), of features start, ..., start + k - 1
         at values x (..., k)."""
         k = x.size(-1)
-        return torch.addcmul(self.shift[start:start + k], x[..., None], self.scale[start:start + k]).clamp_(0, 1)
+        return torch.addcmul(self.shift[start : start + k], x[..., None], self.scale[start : start + k]).clamp_(0, 1)
 
     def first_layer(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """(..., hidden): the MLP's first layer's share, bias left out, of features start, ..., start + k - 1
         at values x (..., k). The layer reads each feature's [value, ramps...]; it is applied to the values
         and to the ramps separately, which spares copying both into one tensor."""
         first = self.mlp[0]
-        w = first.weight.view(first.out_features, -1, self.scale.size(1) + 1)[:, start:start + x.size(-1)]
+        w = first.weight.view(first.out_features, -1, self.scale.size(1) + 1)[:, start : start + x.size(-1)]
         return F.linear(x, w[:, :, 0]) + F.linear(self.ramps(x, start).flatten(-2), w[:, :, 1:].flatten(1))
 
     def forward(self, x: torch.Tensor, rest: torch.Tensor | None = None) -> torch.Tensor:
@@ -228,12 +246,19 @@ class KVCache:
             if used:
                 buffers[0][:, :, :used], buffers[1][:, :, :used] = self.keys[layer], self.values[layer]
             self._buffers[layer] = buffers
-        buffers[0][:, :, used:used + T], buffers[1][:, :, used:used + T] = k, v
-        self.keys[layer], self.values[layer] = buffers[0][:, :, :used + T], buffers[1][:, :, :used + T]
+        buffers[0][:, :, used : used + T], buffers[1][:, :, used : used + T] = k, v
+        self.keys[layer], self.values[layer] = buffers[0][:, :, : used + T], buffers[1][:, :, : used + T]
         return self.keys[layer], self.values[layer]
 
-    def attend(self, attention: CausalSelfAttention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               weights: list | None) -> torch.Tensor:
+    def attend(
+        self,
+        attention: CausalSelfAttention,
+        layer: int,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        weights: list | None,
+    ) -> torch.Tensor:
         """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`)."""
         return attention.attend(q, k, v, weights)
 
@@ -329,8 +354,13 @@ class ContextAttention(nn.Module):
         outcome, player, phase, when = context.unbind(-1)
         empty = outcome < 0
         B, P, K = outcome.shape
-        x = (self.outcome(outcome.masked_fill(empty, N_OUTCOMES)) + players(player) + self.phase(phase)
-             + self.when(when) + self.place(torch.arange(K, device=context.device)))  # (B, P, K, C)
+        x = (
+            self.outcome(outcome.masked_fill(empty, N_OUTCOMES))
+            + players(player)
+            + self.phase(phase)
+            + self.when(when)
+            + self.place(torch.arange(K, device=context.device))
+        )  # (B, P, K, C)
         kv = torch.cat([self.none.view(1, 1, 1, -1).expand(B, P, 1, -1), self.kv(self.ln_tokens(x))], dim=2)
         hd = kv.size(-1) // 2 // self.n_heads
         k, v = kv.view(B, P * (K + 1), 2, self.n_heads, hd).permute(2, 0, 3, 1, 4)  # each (B, H, P * (K + 1), hd)
@@ -338,8 +368,14 @@ class ContextAttention(nn.Module):
         seen = torch.cat([torch.ones_like(empty[..., :1]), ~empty], dim=-1).view(B, P * (K + 1))
         return k, v, owner, seen
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor, slot: torch.Tensor, players: nn.Embedding,
-                cache: KVCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor,
+        slot: torch.Tensor,
+        players: nn.Embedding,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         """x (B, T, C), context (B, P, K, 4), slot (B, T): each ball's set among the P -> (B, T, C).
         All sets' keys form one sequence; a mask keeps each ball to its own set's."""
         B, T, C = x.shape
@@ -423,8 +459,13 @@ class CricketTransformer(nn.Module):
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
-    def forward(self, batch: dict[str, torch.Tensor], cache: KVCache | None = None,
-                last_only: bool = False, attention: list | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        batch: dict[str, torch.Tensor],
+        cache: KVCache | None = None,
+        last_only: bool = False,
+        attention: list | None = None,
+    ) -> torch.Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
@@ -433,14 +474,21 @@ class CricketTransformer(nn.Module):
         if past + T > self.cfg.max_len:
             raise ValueError(f"sequence of {past + T} balls is longer than model.max_len={self.cfg.max_len}")
         numeric = self.numeric(batch["numeric"]) if cache is None else cache.embed_numeric(self.numeric, batch)
-        x = (self.prev_outcome(batch["prev_outcome"]) + self.innings_marker(batch["innings_marker"])
-             + self._entity(self.batter, batch["batter"]) + self._entity(self.bowler, batch["bowler"])
-             + self._entity(self.venue, batch["venue"]) + numeric + self.position(batch))  # (B, T, C)
+        x = (
+            self.prev_outcome(batch["prev_outcome"])
+            + self.innings_marker(batch["innings_marker"])
+            + self._entity(self.batter, batch["batter"])
+            + self._entity(self.bowler, batch["bowler"])
+            + self._entity(self.venue, batch["venue"])
+            + numeric
+            + self.position(batch)
+        )  # (B, T, C)
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
             opponent, read = {"batter": self.bowler, "bowler": self.batter}, x
             for role in self.cfg.history_roles:
-                x = x + getattr(self, f"{role}_history")(read, batch[f"{role}_history"], batch[f"{role}_slot"],
-                                                          opponent[role], cache)
+                x = x + getattr(self, f"{role}_history")(
+                    read, batch[f"{role}_history"], batch[f"{role}_slot"], opponent[role], cache
+                )
         if self.cfg.first_innings:
             x = x + self.first_innings(x, batch["first_innings"], batch["first_innings_slot"], self.batter, cache)
         x = self.drop(x)
@@ -461,8 +509,9 @@ class Ensemble(nn.Module):
         super().__init__()
         self.members = nn.ModuleList(members)
 
-    def forward(self, batch: dict[str, torch.Tensor], cache: list[KVCache] | None = None,
-                last_only: bool = False) -> torch.Tensor:
+    def forward(
+        self, batch: dict[str, torch.Tensor], cache: list[KVCache] | None = None, last_only: bool = False
+    ) -> torch.Tensor:
         caches = cache if cache is not None else [None] * len(self.members)
         log_probs = torch.stack([m(batch, c, last_only).log_softmax(-1) for m, c in zip(self.members, caches)])
         return torch.logsumexp(log_probs, dim=0) - math.log(len(self.members))

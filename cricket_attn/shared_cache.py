@@ -42,8 +42,15 @@ class SimulationCache(KVCache):
         """The balls each row has seen: (B,) with shared balls, else the length."""
         return self.length if self.shared is None else self.shared.seen + self.length
 
-    def attend(self, attention: CausalSelfAttention, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               weights: list | None) -> torch.Tensor:
+    def attend(
+        self,
+        attention: CausalSelfAttention,
+        layer: int,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        weights: list | None,
+    ) -> torch.Tensor:
         if self.shared is None:
             return super().attend(attention, layer, q, k, v, weights)
         if weights is not None:
@@ -92,20 +99,22 @@ class SimulationCache(KVCache):
         return out
 
 
-def attend_shared(attention: CausalSelfAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  shared: SharedBalls, layer: int) -> torch.Tensor:
+def attend_shared(
+    attention: CausalSelfAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shared: SharedBalls, layer: int
+) -> torch.Tensor:
     """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
     shared keys and values are read once for all rows, as one matrix product per head, not once per
     row; the two parts' scores join in one softmax. (B, H, T, hd)."""
     B, H, T, hd = q.shape
     S, own = shared.keys[layer].size(1), k.size(2)
     flat = q.transpose(0, 1).reshape(H, B * T, hd)
-    scores = torch.cat([(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1),
-                        q @ k.transpose(-2, -1)], dim=-1) / math.sqrt(hd)  # (B, H, T, S + own)
+    scores = torch.cat(
+        [(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1), q @ k.transpose(-2, -1)], dim=-1
+    ) / math.sqrt(hd)  # (B, H, T, S + own)
     seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
     k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
     held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
-    mask = attention.mask(seen + places[own - T:own], k_place, held)
+    mask = attention.mask(seen + places[own - T : own], k_place, held)
     w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, own], dim=-1)
     from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
     return from_shared.transpose(0, 1) + w_own @ v

@@ -75,7 +75,7 @@ def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
             raise TrackingError(f"MLflow tracking URI {uri}: folder {folder} does not exist")
     try:
         MlflowClient(uri).search_experiments(max_results=1)
-    except Exception as err:  # noqa: BLE001 - any store error gets the same one line, naming the URI
+    except Exception as err:  # any store error gets the same one line, naming the URI
         raise TrackingError(f"MLflow tracking URI {uri} cannot be used: {type(err).__name__}: {err}") from None
 
 
@@ -123,8 +123,14 @@ def run_name(family: str, overrides: str = "", when: datetime | None = None) -> 
     return f"{family} {overrides or 'default'} {(when or datetime.now()):%m-%d %H:%M}"
 
 
-def start_run(uri: str, experiment: str, run_name: str | None, tags: dict[str, str],
-              description: str | None = None, started: datetime | None = None) -> str:
+def start_run(
+    uri: str,
+    experiment: str,
+    run_name: str | None,
+    tags: dict[str, str],
+    description: str | None = None,
+    started: datetime | None = None,
+) -> str:
     """A new RUNNING run in `experiment` (created if needed); returns its id. It carries what MLflow's
     fluent API would record (user, git commit), the command as its source and the whole command line
     as the tag `command`. `started`: its start time (default now), the time its name gives."""
@@ -138,8 +144,9 @@ def start_run(uri: str, experiment: str, run_name: str | None, tags: dict[str, s
     return MlflowClient(uri).create_run(experiment_id(uri, experiment), start_time=start_time, tags=tags).info.run_id
 
 
-def dashboard_url(uri: str, experiment: str, run_id: str | None = None, comparison: bool = False,
-                  host: str = "http://127.0.0.1:5000") -> str:
+def dashboard_url(
+    uri: str, experiment: str, run_id: str | None = None, comparison: bool = False, host: str = "http://127.0.0.1:5000"
+) -> str:
     """Where `make dashboard` shows a run, the comparison view (in charts), or the experiment's training runs."""
     base = f"{host}/#/experiments/{experiment_id(uri, experiment)}"
     if run_id:
@@ -177,24 +184,57 @@ def save_comparison_view(uri: str, experiment: str, comparison: str) -> None:
     `comparison`), with bar charts and table columns of test log loss, ECE, the paired difference from
     the transformer and Brier score."""
     section = COMPARISON_VIEW
-    charts = [{"uuid": f"{section}-{i}", "type": "BAR", "runsCountToCompare": 10, "metricSectionId": section,
-               "deleted": False, "isGenerated": False, "displayName": key, "metricKey": key}
-              for i, key in enumerate(COMPARISON_METRICS)]
-    state = {"searchFilter": f"tags.comparison = '{comparison}'", "orderByKey": "attributes.start_time",
-             "orderByAsc": True, "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
-             "modelVersionFilter": "All Runs", "runsHiddenMode": "SHOW_ALL",
-             "selectedColumns": [f"metrics.`{key}`" for key in COMPARISON_METRICS] + ["attributes.`Dataset`"],
-             "columnOrder": [], "columnWidths": {},
-             "compareRunSections": [{"uuid": section, "name": "transformer vs baselines, test seasons", "display": True,
-                                     "isReordered": True, "deleted": False, "isGenerated": False}],
-             "compareRunCharts": charts, "viewMaximized": False, "runListHidden": False, "isAccordionReordered": True,
-             "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None, "groupsExpanded": {},
-             "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""}}
+    charts = [
+        {
+            "uuid": f"{section}-{i}",
+            "type": "BAR",
+            "runsCountToCompare": 10,
+            "metricSectionId": section,
+            "deleted": False,
+            "isGenerated": False,
+            "displayName": key,
+            "metricKey": key,
+        }
+        for i, key in enumerate(COMPARISON_METRICS)
+    ]
+    state = {
+        "searchFilter": f"tags.comparison = '{comparison}'",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": True,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "datasetsFilter": [],
+        "modelVersionFilter": "All Runs",
+        "runsHiddenMode": "SHOW_ALL",
+        "selectedColumns": [f"metrics.`{key}`" for key in COMPARISON_METRICS] + ["attributes.`Dataset`"],
+        "columnOrder": [],
+        "columnWidths": {},
+        "compareRunSections": [
+            {
+                "uuid": section,
+                "name": "transformer vs baselines, test seasons",
+                "display": True,
+                "isReordered": True,
+                "deleted": False,
+                "isGenerated": False,
+            }
+        ],
+        "compareRunCharts": charts,
+        "viewMaximized": False,
+        "runListHidden": False,
+        "isAccordionReordered": True,
+        "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True,
+        "groupBy": None,
+        "groupsExpanded": {},
+        "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""},
+    }
     now = mlflow.utils.time.get_current_time_millis()
     packed = "deflate;" + base64.b64encode(zlib.compress(json.dumps(state).encode())).decode()
     value = {"name": "transformer vs baselines", "createdAt": now, "updatedAt": now, "state": packed}
-    MlflowClient(uri).set_experiment_tag(experiment_id(uri, experiment), f"mlflow.sharedViewState.{COMPARISON_VIEW}",
-                                         json.dumps(value))
+    MlflowClient(uri).set_experiment_tag(
+        experiment_id(uri, experiment), f"mlflow.sharedViewState.{COMPARISON_VIEW}", json.dumps(value)
+    )
 
 
 @contextmanager
@@ -224,15 +264,20 @@ def log_config(uri: str, run_id: str, cfg: DictConfig) -> None:
 def log_params(uri: str, run_id: str, params: dict[str, str]) -> None:
     batch = [mlflow.entities.Param(k, str(v)[:PARAM_LIMIT]) for k, v in params.items()]
     for start in range(0, len(batch), 100):  # MLflow takes at most 100 params per batch
-        MlflowClient(uri).log_batch(run_id, params=batch[start:start + 100])
+        MlflowClient(uri).log_batch(run_id, params=batch[start : start + 100])
 
 
 def log_scored(uri: str, run_id: str, scored: pd.DataFrame, split: str, title: str = "") -> dict[str, float]:
     """Metrics `<split>/...`, a reliability diagram, a per-phase plot and the scored deliveries."""
     client = MlflowClient(uri)
     metrics = score(scored)
-    client.log_batch(run_id, metrics=[mlflow.entities.Metric(f"{split}/{k}", v, mlflow.utils.time.get_current_time_millis(), 0)
-                                      for k, v in metrics.items()])
+    client.log_batch(
+        run_id,
+        metrics=[
+            mlflow.entities.Metric(f"{split}/{k}", v, mlflow.utils.time.get_current_time_millis(), 0)
+            for k, v in metrics.items()
+        ],
+    )
     with tempfile.TemporaryDirectory() as tmp:
         plot_reliability(scored, Path(tmp) / f"reliability_{split}.png", f"{title} reliability, {split}".strip())
         plot_phases(scored, Path(tmp) / f"phases_{split}.png", f"{title} log loss by phase, {split}".strip())
@@ -243,8 +288,9 @@ def log_scored(uri: str, run_id: str, scored: pd.DataFrame, split: str, title: s
 
 def load_scored(uri: str, run_id: str, split: str = "test") -> pd.DataFrame:
     """The scored deliveries a run logged with `log_scored`."""
-    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=f"evaluation/scored_{split}.parquet",
-                                               tracking_uri=uri)
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path=f"evaluation/scored_{split}.parquet", tracking_uri=uri
+    )
     return pd.read_parquet(path)
 
 
@@ -271,6 +317,10 @@ def latest_transformer_run(uri: str, experiment: str = "cricket_attn"):
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return None
-    runs = client.search_runs([exp.experiment_id], "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=20)
+    runs = client.search_runs(
+        [exp.experiment_id],
+        "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=20,
+    )
     return next((run for run in runs if "test/log_loss" in run.data.metrics), None)

@@ -74,11 +74,22 @@ def tiny_train_config(folder: Path, *extra: str):
     from cricket_attn.config import CONF_DIR
 
     overrides = [
-        f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", "data.min_count=5", "data.batch_size=8",
-        "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "model.numeric_hidden=16", "trainer.max_epochs=2",
-        "optim.warmup_steps=2", "data.teacher.folds=3", "data.teacher.model.max_iter=20",
-        f"paths.output_dir={folder / 'run'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", *extra,
-    ]  # fmt: skip
+        f"data.sources=[{FIXTURES}]",
+        f"data.data_dir={folder / 'data'}",
+        "data.min_count=5",
+        "data.batch_size=8",
+        "model.d_model=8",
+        "model.n_heads=2",
+        "model.n_layers=1",
+        "model.numeric_hidden=16",
+        "trainer.max_epochs=2",
+        "optim.warmup_steps=2",
+        "data.teacher.folds=3",
+        "data.teacher.model.max_iter=20",
+        f"paths.output_dir={folder / 'run'}",
+        f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+        *extra,
+    ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
@@ -91,8 +102,13 @@ def tracked_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tracked")
     cfg = tiny_train_config(folder)
     results = train(cfg)
-    return {"folder": folder, "cfg": cfg, "results": results, "uri": cfg.paths.mlflow_uri,
-            "run_id": results["mlflow_run_id"]}
+    return {
+        "folder": folder,
+        "cfg": cfg,
+        "results": results,
+        "uri": cfg.paths.mlflow_uri,
+        "run_id": results["mlflow_run_id"],
+    }
 
 
 @pytest.fixture(scope="session")
@@ -104,9 +120,14 @@ def baselines_run(tracked_run):
     from cricket_attn.training.baselines import run_baselines
 
     folder = tracked_run["folder"]
-    overrides = [f"data.sources=[{FIXTURES}]", f"data.data_dir={folder / 'data'}", f"paths.output_dir={folder / 'bl'}",
-                 f"paths.mlflow_uri={tracked_run['uri']}", "baselines.n_boot=200",
-                 "baselines.models.hist_gradient_boosting.max_iter=50"]
+    overrides = [
+        f"data.sources=[{FIXTURES}]",
+        f"data.data_dir={folder / 'data'}",
+        f"paths.output_dir={folder / 'bl'}",
+        f"paths.mlflow_uri={tracked_run['uri']}",
+        "baselines.n_boot=200",
+        "baselines.models.hist_gradient_boosting.max_iter=50",
+    ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="baselines", overrides=overrides)
     return {"table": run_baselines(cfg), "folder": folder / "bl", "cfg": cfg}
@@ -129,8 +150,9 @@ def fixture_simulator(fixture_tables, phases):
     train = d[d["season"] <= 2023]
     encoder = SequenceEncoder.fit(train, min_count=5)
     torch.manual_seed(0)
-    model = CricketTransformer(ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8,
-                                           n_heads=2, n_layers=1)).eval()
+    model = CricketTransformer(
+        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8, n_heads=2, n_layers=1)
+    ).eval()
     with torch.no_grad():  # outcomes at the training seasons' rates, so innings last as long as real ones
         model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))
     return Simulator(model, encoder, phases, Scorebook.fit(train), BowlingUsage.build(d))

@@ -17,7 +17,7 @@ from cricket_attn.model import (
     ModelConfig,
     PiecewiseLinearEmbedding,
     sinusoidal_table,
-)  # fmt: skip
+)
 
 TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
 # Quantiles at levels 0, 1/4, ..., 1 for each of TINY's five features.
@@ -26,34 +26,50 @@ QUANTILES = [[-2.0, -0.5, 0.0, 0.5, 2.0]] * 4 + [[0.0, 0.0, 0.0, 1.0, 1.0]]
 
 def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    r = lambda high: torch.randint(0, high, (B, T), generator=g)  # noqa: E731
+    r = lambda high: torch.randint(0, high, (B, T), generator=g)
     # Legal-ball indexes as in an innings: a wide or no-ball (one in five here) does not move it on.
     legal = (torch.rand(B, T, generator=g) > 0.2).long().cumsum(1) - 1
     batch = {
-        "prev_outcome": r(11), "innings_marker": r(2), "batter": r(cfg.n_batters), "bowler": r(cfg.n_bowlers),
-        "venue": r(cfg.n_venues), "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
-        "legal_ball_index": legal.clamp(min=0), "ball_in_over": r(7), "over": r(20), "phase": r(3),
-        "batter_balls": r(90), "bowler_balls": r(24),
-    }  # fmt: skip
+        "prev_outcome": r(11),
+        "innings_marker": r(2),
+        "batter": r(cfg.n_batters),
+        "bowler": r(cfg.n_bowlers),
+        "venue": r(cfg.n_venues),
+        "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
+        "legal_ball_index": legal.clamp(min=0),
+        "ball_in_over": r(7),
+        "over": r(20),
+        "phase": r(3),
+        "batter_balls": r(90),
+        "bowler_balls": r(24),
+    }
     if cfg.history_balls:  # 4 players a side, each with some history balls, the oldest slots empty
         for role, opponents in (("batter", cfg.n_bowlers), ("bowler", cfg.n_batters)):
             K, P = cfg.history_balls, 4
-            h = lambda high: torch.randint(0, high, (B, P, K), generator=g)  # noqa: E731
+            h = lambda high: torch.randint(0, high, (B, P, K), generator=g)
             history = torch.stack([h(10), h(opponents), h(3), h(16)], dim=-1)
             have = torch.randint(0, K + 1, (B, P, 1), generator=g)
             history[..., 0] = history[..., 0].masked_fill(torch.arange(K) < K - have, -1)
             batch[f"{role}_history"], batch[f"{role}_slot"] = history, r(P)
     if cfg.first_innings:  # the first innings as context: 15 balls, the chases (marker 1) only
         K = 15
-        h = lambda high: torch.randint(0, high, (B, 1, K), generator=g)  # noqa: E731
+        h = lambda high: torch.randint(0, high, (B, 1, K), generator=g)
         first = torch.stack([h(10), h(cfg.n_batters), h(3), h(20)], dim=-1)
         first[..., 0] = first[..., 0].masked_fill(batch["innings_marker"][:, :1, None] == 0, -1)
         batch["first_innings"], batch["first_innings_slot"] = first, torch.zeros(B, T, dtype=torch.long)
     return batch
 
+
 # Each way attention can see the innings: windows, the ball itself only, no positions, context from outside it.
-ATTENTION_VARIANTS = [dict(), dict(context=0), dict(context=3), dict(positional_parts=()), dict(history_balls=6),
-                      dict(history_balls=6, history_roles=["bowler"]), dict(first_innings=True)]
+ATTENTION_VARIANTS = [
+    dict(),
+    dict(context=0),
+    dict(context=3),
+    dict(positional_parts=()),
+    dict(history_balls=6),
+    dict(history_balls=6, history_roles=["bowler"]),
+    dict(first_innings=True),
+]
 
 
 def test_sinusoidal_values_match_the_formula():
@@ -82,19 +98,24 @@ def test_positional_parts_are_switchable():
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [(dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
-     (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
-     (dict(positional_dim=7), "even width"),
-     (dict(temperature=0.0), "model.temperature must be positive"),
-     (dict(numeric_embedding="spline"), "model.numeric_embedding"),
-     (dict(numeric_hidden=0), "model.numeric_hidden must be at least 1"),
-     (dict(numeric_embedding="bins"), "needs the training quantiles"),
-     (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3 must divide"),
-     (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
-     (dict(numeric_embedding="periodic"), "model.numeric_embedding must be one of"),
-     (dict(n_venues=0), "model.n_venues must be at least 1"),
-     (dict(context=-1), "model.context must be null")],
-)  # fmt: skip
+    [
+        (dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
+        (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
+        (dict(positional_dim=7), "even width"),
+        (dict(temperature=0.0), "model.temperature must be positive"),
+        (dict(numeric_embedding="spline"), "model.numeric_embedding"),
+        (dict(numeric_hidden=0), "model.numeric_hidden must be at least 1"),
+        (dict(numeric_embedding="bins"), "needs the training quantiles"),
+        (
+            dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES),
+            "model.numeric_bins=3 must divide",
+        ),
+        (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
+        (dict(numeric_embedding="periodic"), "model.numeric_embedding must be one of"),
+        (dict(n_venues=0), "model.n_venues must be at least 1"),
+        (dict(context=-1), "model.context must be null"),
+    ],
+)
 def test_bad_config_names_the_setting(change, message):
     with pytest.raises(ConfigError, match=message):
         ModelConfig(**{**TINY, **change})
@@ -117,16 +138,17 @@ def test_later_balls_never_change_earlier_predictions(variant):
     changed = {name: t.clone() for name, t in batch.items()}
     for name in changed:  # everything from position k + 1 on
         if name == "numeric":
-            changed[name][:, k + 1:] = torch.randn_like(changed[name][:, k + 1:])
+            changed[name][:, k + 1 :] = torch.randn_like(changed[name][:, k + 1 :])
         else:
-            changed[name][:, k + 1:] = torch.flip(changed[name][:, k + 1:], dims=[1])
+            changed[name][:, k + 1 :] = torch.flip(changed[name][:, k + 1 :], dims=[1])
     a, b = model(batch), model(changed)
     assert torch.equal(a[:, : k + 1], b[:, : k + 1])
-    assert not torch.allclose(a[:, k + 1:], b[:, k + 1:])
+    assert not torch.allclose(a[:, k + 1 :], b[:, k + 1 :])
 
 
-@pytest.mark.parametrize("variant", [*ATTENTION_VARIANTS, dict(numeric_embedding="bins", numeric_bins=2,
-                                                                numeric_quantiles=QUANTILES)])
+@pytest.mark.parametrize(
+    "variant", [*ATTENTION_VARIANTS, dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES)]
+)
 @pytest.mark.parametrize("chunks", [[1] * 20, [5, 1, 1, 13], [20]])
 def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     torch.manual_seed(0)
@@ -137,8 +159,10 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
         full = model(batch).softmax(-1)
         cache, start, parts = KVCache(cfg.n_layers), 0, []
         for size in chunks:
-            step = {name: t if name.endswith("_history") or name == "first_innings" else t[:, start:start + size]
-                    for name, t in batch.items()}
+            step = {
+                name: t if name.endswith("_history") or name == "first_innings" else t[:, start : start + size]
+                for name, t in batch.items()
+            }
             parts.append(model(step, cache=cache).softmax(-1))
             start += size
         last = model(batch, last_only=True).softmax(-1)
@@ -174,9 +198,13 @@ def test_piecewise_linear_ramps_between_quantiles():
     assert torch.allclose(emb(x), emb.mlp(inputs), atol=1e-6)
 
 
-@pytest.mark.parametrize("numeric", [dict(numeric_hidden=12),
-                                     dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES,
-                                          numeric_hidden=12)])
+@pytest.mark.parametrize(
+    "numeric",
+    [
+        dict(numeric_hidden=12),
+        dict(numeric_embedding="bins", numeric_bins=4, numeric_quantiles=QUANTILES, numeric_hidden=12),
+    ],
+)
 def test_numeric_embeddings_are_causal_and_cacheable(numeric):
     torch.manual_seed(0)
     cfg = ModelConfig(**TINY, **numeric)
@@ -187,7 +215,7 @@ def test_numeric_embeddings_are_causal_and_cacheable(numeric):
     with torch.no_grad():
         a, b = model(batch), model(changed)
         cache = KVCache(cfg.n_layers)
-        steps = [model({k: t[:, i:i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
+        steps = [model({k: t[:, i : i + 1] for k, t in batch.items()}, cache=cache) for i in range(20)]
     assert torch.equal(a[:, :9], b[:, :9]) and not torch.allclose(a[:, 9:], b[:, 9:])
     assert (torch.cat(steps, dim=1).softmax(-1) - a.softmax(-1)).abs().max().item() <= 1e-5
     first = model.numeric.mlp[0] if numeric.get("numeric_embedding") == "bins" else model.numeric[0]
@@ -206,7 +234,7 @@ def test_ensemble_predicts_the_mean_distribution_and_caches_per_member():
         full = ensemble(batch).softmax(-1)
         mean = torch.stack([m(batch).softmax(-1) for m in members]).mean(0)
         caches = [KVCache(cfg.n_layers) for _ in members]
-        steps = [ensemble({k: t[:, i:i + 1] for k, t in batch.items()}, cache=caches) for i in range(20)]
+        steps = [ensemble({k: t[:, i : i + 1] for k, t in batch.items()}, cache=caches) for i in range(20)]
         last = ensemble(batch, last_only=True).softmax(-1)
     assert (full - mean).abs().max().item() <= 1e-6
     assert not torch.allclose(mean, members[0](batch).softmax(-1), atol=1e-3)  # the members differ
@@ -227,7 +255,7 @@ def test_context_limits_what_each_ball_sees(context):
     with torch.no_grad():
         moved = (model(batch) - model(changed)).abs().amax(-1) > 1e-6  # (B, T)
     last = 19 if context is None else k + context
-    assert moved[:, k: last + 1].all() and not moved[:, :k].any() and not moved[:, last + 1:].any()
+    assert moved[:, k : last + 1].all() and not moved[:, :k].any() and not moved[:, last + 1 :].any()
 
 
 @pytest.mark.parametrize("variant", ATTENTION_VARIANTS)

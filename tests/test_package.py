@@ -50,8 +50,13 @@ def package_imports() -> dict[str, set[str]]:
 
 
 def test_no_module_imports_a_later_stage():
-    climbing = [f"{name} -> {dep}" for name, deps in package_imports().items() if name != "cricket_attn"
-                for dep in deps if dep != "cricket_attn" and floor_of(dep) > floor_of(name)]
+    climbing = [
+        f"{name} -> {dep}"
+        for name, deps in package_imports().items()
+        if name != "cricket_attn"
+        for dep in deps
+        if dep != "cricket_attn" and floor_of(dep) > floor_of(name)
+    ]
     assert climbing == []
 
 

@@ -30,8 +30,10 @@ def test_rows_sharing_one_cache_step_as_each_row_alone(variant):
         assert cut.length == 0 and cut.shared.keys[0].dim() == 3  # one copy of the balls, (H, S, hd)
         for step in range(3):
             at = lengths + step
-            nxt = {name: t.expand(len(lengths), *t.shape[1:]) if name in per_sequence else t[0, at][:, None]
-                   for name, t in batch.items()}
+            nxt = {
+                name: t.expand(len(lengths), *t.shape[1:]) if name in per_sequence else t[0, at][:, None]
+                for name, t in batch.items()
+            }
             got = model(nxt, cache=cut).softmax(-1)[:, 0]
             assert (got - full[at]).abs().max().item() <= 1e-5
             assert torch.equal(torch.as_tensor(cut.balls()), at + 1)

@@ -69,9 +69,11 @@ def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_
     for item in run.inputs.dataset_inputs:
         context = {t.key: t.value for t in item.tags}["mlflow.data.context"]
         seen[context] = (item.dataset.name, item.dataset.digest, json.loads(item.dataset.profile)["num_rows"])
-    assert seen == {"train": ("cricsheet 2008-2023", tables.key, len(parts["train"])),
-                    "validation": ("cricsheet 2024", tables.key, len(parts["validation"])),
-                    "test": ("cricsheet 2025-2026", tables.key, len(parts["test"]))}
+    assert seen == {
+        "train": ("cricsheet 2008-2023", tables.key, len(parts["train"])),
+        "validation": ("cricsheet 2024", tables.key, len(parts["validation"])),
+        "test": ("cricsheet 2025-2026", tables.key, len(parts["test"])),
+    }
     assert run.data.tags["mlflow.source.name"] == Path(sys.argv[0]).name and run.data.tags["command"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
     if head.returncode == 0:  # a git checkout: the run names the code's commit
@@ -102,8 +104,16 @@ def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
 def test_evaluate_reproduces_the_training_report(tracked_run):
     from cricket_attn.scoring.evaluate import evaluate, parse_args
 
-    args = parse_args(["--model", f"runs:/{tracked_run['run_id']}/model", "--tracking-uri", tracked_run["uri"],
-                       "--sources", str(tracked_run["cfg"].data.sources[0])])
+    args = parse_args(
+        [
+            "--model",
+            f"runs:/{tracked_run['run_id']}/model",
+            "--tracking-uri",
+            tracked_run["uri"],
+            "--sources",
+            str(tracked_run["cfg"].data.sources[0]),
+        ]
+    )
     metrics = evaluate(args)
     assert metrics["log_loss"] == pytest.approx(tracked_run["results"]["test/log_loss"], abs=1e-9)
     assert metrics["ece"] == pytest.approx(tracked_run["results"]["test/ece"], abs=1e-9)
@@ -113,8 +123,15 @@ def test_evaluate_reproduces_the_training_report(tracked_run):
 
 def test_resume_continues_the_same_mlflow_run(tmp_path):
     first = train(tiny_train_config(tmp_path, "refit=false", "trainer.max_epochs=1"))
-    again = train(tiny_train_config(tmp_path, "refit=false", "trainer.max_epochs=2", f"resume={tmp_path / 'run'}",
-                                    f"paths.output_dir={tmp_path / 'elsewhere'}"))
+    again = train(
+        tiny_train_config(
+            tmp_path,
+            "refit=false",
+            "trainer.max_epochs=2",
+            f"resume={tmp_path / 'run'}",
+            f"paths.output_dir={tmp_path / 'elsewhere'}",
+        )
+    )
     assert again["mlflow_run_id"] == first["mlflow_run_id"]
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     history = client.get_metric_history(first["mlflow_run_id"], "train/loss")
@@ -180,9 +197,22 @@ def test_mlflow_server_serves_the_run(tracked_run):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
-    server = subprocess.Popen([exe, "server", "--backend-store-uri", tracked_run["uri"], "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", "1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            exe,
+            "server",
+            "--backend-store-uri",
+            tracked_run["uri"],
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         uri = f"http://127.0.0.1:{port}"
         for _ in range(120):
@@ -204,10 +234,16 @@ def run_sweep(folder: Path, *overrides: str) -> None:
     """`cricket-attn-train -m` on the fixture matches (one short epoch each), tracked in `folder`."""
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     cfg = tiny_train_config(folder)
-    common = [f"data.sources=[{cfg.data.sources[0]}]", f"data.data_dir={folder / 'data'}", "data.min_count=5",
-              "debug=fast", "model.numeric_hidden=16", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
-              "mlflow.log_model=false",
-              f"hydra.sweep.dir={folder / 'sweep'}"]
+    common = [
+        f"data.sources=[{cfg.data.sources[0]}]",
+        f"data.data_dir={folder / 'data'}",
+        "data.min_count=5",
+        "debug=fast",
+        "model.numeric_hidden=16",
+        f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+        "mlflow.log_model=false",
+        f"hydra.sweep.dir={folder / 'sweep'}",
+    ]
     out = subprocess.run([exe, "-m", *common, *overrides], cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
 
@@ -240,15 +276,30 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     of its own; only what may change mid-run can be given again."""
     exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     store = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    started = [f"data.sources=[{FIXTURES}]", f"data.data_dir={tmp_path / 'data'}", "data.min_count=5", "data.teacher=null",
-               "model.d_model=8", "model.n_heads=2", "model.n_layers=1", "model.numeric_hidden=16",
-               "optim.warmup_steps=2", "refit=false",
-               "trainer.max_epochs=1", "mlflow.log_model=false", f"paths.mlflow_uri={store}",
-               f"hydra.run.dir={tmp_path / 'run'}"]
+    started = [
+        f"data.sources=[{FIXTURES}]",
+        f"data.data_dir={tmp_path / 'data'}",
+        "data.min_count=5",
+        "data.teacher=null",
+        "model.d_model=8",
+        "model.n_heads=2",
+        "model.n_layers=1",
+        "model.numeric_hidden=16",
+        "optim.warmup_steps=2",
+        "refit=false",
+        "trainer.max_epochs=1",
+        "mlflow.log_model=false",
+        f"paths.mlflow_uri={store}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     first = subprocess.run([exe, *started], cwd=tmp_path, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-2000:]
-    again = subprocess.run([exe, f"resume={tmp_path / 'run'}", "trainer.max_epochs=2", f"hydra.run.dir={tmp_path / 'r2'}"],
-                           cwd=tmp_path, capture_output=True, text=True)
+    again = subprocess.run(
+        [exe, f"resume={tmp_path / 'run'}", "trainer.max_epochs=2", f"hydra.run.dir={tmp_path / 'r2'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     client = MlflowClient(store)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
@@ -256,10 +307,15 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")]
     assert len(steps) == 2 and steps == sorted(steps)  # epoch 2 added after epoch 1, in the same run
     assert runs[0].data.params["model.d_model"] == "8"
-    refused = subprocess.run([exe, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
-                             cwd=tmp_path, capture_output=True, text=True)
+    refused = subprocess.run(
+        [exe, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1] == (
         "cricket-attn-train: resume: model.d_model cannot change in a resumed run (it fixes the model, the data, the "
-        "split or what was chosen from them); the run has model.d_model=8")
+        "split or what was chosen from them); the run has model.d_model=8"
+    )
     assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"  # untouched

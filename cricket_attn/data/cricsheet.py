@@ -82,7 +82,11 @@ def parse_match(file: MatchFile) -> ParsedMatch:
             raise MatchFileError(file.name, file.match_id, "(file)", f"not UTF-8 text (byte {bad.start})") from None
         raise MatchFileError(file.name, file.match_id, "(file)", f"invalid JSON: {err}") from None
     if not isinstance(doc, dict) or ("meta" not in doc and "info" not in doc):
-        found = f"an object with keys {', '.join(map(str, list(doc)[:5]))}" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        found = (
+            f"an object with keys {', '.join(map(str, list(doc)[:5]))}"
+            if isinstance(doc, dict)
+            else f"a JSON {type(doc).__name__}"
+        )
         raise MatchFileError(file.name, file.match_id, "(file)", f"not a Cricsheet match (no meta or info): {found}")
     return _Parser(file).parse(doc)
 
@@ -167,8 +171,9 @@ class _Parser:
             # batting order. None when the file has no list.
             "team1_players": squads[0],
             "team2_players": squads[1],
-            "toss_winner": self.get(self.get(info, "toss", dict, "info", default={}), "winner", str,
-                                    "info.toss", default=None),
+            "toss_winner": self.get(
+                self.get(info, "toss", dict, "info", default={}), "winner", str, "info.toss", default=None
+            ),
             "winner": self.get(outcome, "winner", str, "info.outcome", default=None),
             "win_by_runs": self.get(by, "runs", int, "info.outcome.by", default=None),
             "win_by_wickets": self.get(by, "wickets", int, "info.outcome.by", default=None),
@@ -176,7 +181,7 @@ class _Parser:
             "method": self.get(outcome, "method", str, "info.outcome", default=None),
             "eliminator": self.get(outcome, "eliminator", str, "info.outcome", default=None),
             "_people": self.get(registry, "people", dict, "info.registry", default={}),
-        }  # fmt: skip
+        }
 
     def parse_innings(self, inn: dict, pos: int, info: dict, out: list[tuple]) -> dict:
         where = f"innings[{pos}]"
@@ -253,14 +258,32 @@ class _Parser:
                 else:
                     raise self.error(f"{at}.runs.batter", f"{batter_runs} runs off one ball is not possible")
 
-                out.append((
-                    pos, over, legal_in_over + 1, delivery_index, legal_ball_index, is_legal,
-                    batter, bowler, non_striker, people.get(batter), people.get(bowler), people.get(non_striker),
-                    batter_runs, extra_runs, total_runs, *extra_by_kind,
-                    bool(runs.get("non_boundary", False)),
-                    "+".join(key for key in EXTRAS_KEYS if key in extras) or None,
-                    team_wickets, ";".join(kinds) or None, ";".join(outs) or None, outcome,
-                ))  # fmt: skip
+                out.append(
+                    (
+                        pos,
+                        over,
+                        legal_in_over + 1,
+                        delivery_index,
+                        legal_ball_index,
+                        is_legal,
+                        batter,
+                        bowler,
+                        non_striker,
+                        people.get(batter),
+                        people.get(bowler),
+                        people.get(non_striker),
+                        batter_runs,
+                        extra_runs,
+                        total_runs,
+                        *extra_by_kind,
+                        bool(runs.get("non_boundary", False)),
+                        "+".join(key for key in EXTRAS_KEYS if key in extras) or None,
+                        team_wickets,
+                        ";".join(kinds) or None,
+                        ";".join(outs) or None,
+                        outcome,
+                    )
+                )
                 delivery_index += 1
                 legal_in_over += is_legal
                 legal_ball_index += is_legal

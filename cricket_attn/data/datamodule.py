@@ -33,11 +33,24 @@ class CricketDataModule(pl.LightningDataModule):
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
     """
 
-    def __init__(self, sources: Sequence[str] | None = None, data_dir: str = "data", phases: Mapping | None = None,
-                 split: Mapping | None = None, min_count: int = 20,
-                 rate_strength: float = 200.0, batch_size: int = 64, eval_batch_size: int = 256,
-                 num_workers: int = 0, refit: bool = False, seed: int = 0, season_half_life: float | None = None,
-                 teacher: Mapping | None = None, history_balls: int = 0, first_innings: bool = False):
+    def __init__(
+        self,
+        sources: Sequence[str] | None = None,
+        data_dir: str = "data",
+        phases: Mapping | None = None,
+        split: Mapping | None = None,
+        min_count: int = 20,
+        rate_strength: float = 200.0,
+        batch_size: int = 64,
+        eval_batch_size: int = 256,
+        num_workers: int = 0,
+        refit: bool = False,
+        seed: int = 0,
+        season_half_life: float | None = None,
+        teacher: Mapping | None = None,
+        history_balls: int = 0,
+        first_innings: bool = False,
+    ):
         super().__init__()
         self.sources = list(sources) if sources else None
         self.data_dir = project_path(data_dir)
@@ -70,8 +83,9 @@ class CricketDataModule(pl.LightningDataModule):
             fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
         # Players' histories come from every delivery there is: each ball's holds only earlier matches.
         if self.encoder is None:
-            self.encoder, train_set = SequenceEncoder.fit_encode(fit_on, self.min_count, self.rate_strength,
-                                                                 self.history_balls, deliveries, self.first_innings)
+            self.encoder, train_set = SequenceEncoder.fit_encode(
+                fit_on, self.min_count, self.rate_strength, self.history_balls, deliveries, self.first_innings
+            )
         else:  # restored from a checkpoint
             if self.encoder.history_balls:
                 self.encoder.attach_histories(deliveries)
@@ -96,8 +110,14 @@ class CricketDataModule(pl.LightningDataModule):
         """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities."""
         regular = fit_on[~fit_on["is_super_over"].astype(bool)]  # the sequences leave super overs out
         # Folds seeded 0 whatever the run's seed: every ensemble member trains on the same (cached) teacher.
-        probs = teacher_probabilities(regular, dict(self.teacher["model"]), int(self.teacher["folds"]), seed=0,
-                                      rate_strength=self.rate_strength, cache_dir=self.data_dir / "cache")
+        probs = teacher_probabilities(
+            regular,
+            dict(self.teacher["model"]),
+            int(self.teacher["folds"]),
+            seed=0,
+            rate_strength=self.rate_strength,
+            cache_dir=self.data_dir / "cache",
+        )
         by_row = torch.zeros(len(fit_on), probs.shape[1])
         by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(probs)
         train = self.datasets["train"].tensors
@@ -115,8 +135,9 @@ class CricketDataModule(pl.LightningDataModule):
         trainer = self.trainer  # None outside a Trainer (e.g. notebooks)
         rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
         sampler = BucketBatchSampler(ds.lengths, size, shuffle=shuffle, seed=self.seed, rank=rank, world_size=world)
-        return torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
-                                           num_workers=self.num_workers)
+        return torch.utils.data.DataLoader(
+            ds, batch_sampler=sampler, collate_fn=ds.collate, num_workers=self.num_workers
+        )
 
     def train_dataloader(self):
         return self._loader("train", shuffle=True)

@@ -88,8 +88,14 @@ class PhaseRules:
     def fingerprint(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
-    def assign(self, match_type: pd.Series, balls_per_over: pd.Series, over: np.ndarray,
-               legal_ball_index: np.ndarray, is_super_over: np.ndarray) -> pd.Categorical:
+    def assign(
+        self,
+        match_type: pd.Series,
+        balls_per_over: pd.Series,
+        over: np.ndarray,
+        legal_ball_index: np.ndarray,
+        is_super_over: np.ndarray,
+    ) -> pd.Categorical:
         """Phase of each delivery. A wide or no-ball takes the phase of the legal ball it precedes."""
         codes = np.full(len(over), PHASES.index(self.other), dtype=np.int8)
         decided = np.zeros(len(over), dtype=bool)
@@ -140,8 +146,13 @@ def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
         if file.match_id in seen:  # the first copy read is kept
             kept, digest = seen[file.match_id]
             same = "the same content as" if digest == hashlib.sha256(file.raw).digest() else "content different from"
-            skipped.append(Skipped(file.name, file.match_id, f"{file.name}: match {file.match_id}: duplicate match id, "
-                                   f"{same} {kept}, which was kept"))
+            skipped.append(
+                Skipped(
+                    file.name,
+                    file.match_id,
+                    f"{file.name}: match {file.match_id}: duplicate match id, {same} {kept}, which was kept",
+                )
+            )
             continue
         seen[file.match_id] = (file.name, hashlib.sha256(file.raw).digest())
         parsed.append(match)
@@ -164,8 +175,9 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
     if not sum(len(m.deliveries) for m in parsed):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
     rows = [row for m in parsed for row in m.deliveries]
-    table = dict(zip(DELIVERY_FIELDS, (np.asarray(col) if isinstance(col[0], (int, bool)) else col
-                                        for col in zip(*rows))))  # fmt: skip
+    table = dict(
+        zip(DELIVERY_FIELDS, (np.asarray(col) if isinstance(col[0], (int, bool)) else col for col in zip(*rows)))
+    )
 
     # Match- and innings-level values, repeated onto their deliveries.
     match_pos = np.repeat(np.arange(len(parsed)), [len(m.deliveries) for m in parsed])
@@ -184,8 +196,13 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
     df["target_runs"] = inn["target_runs"].astype("Int64")
     df["target_overs"] = inn["target_overs"].astype("Float64")
     df["is_wicket"] = df["wicket_count"] > 0
-    df["phase"] = phases.assign(df["match_type"], df["balls_per_over"], df["over"].to_numpy(),
-                                df["legal_ball_index"].to_numpy(), df["is_super_over"].to_numpy(dtype=bool))
+    df["phase"] = phases.assign(
+        df["match_type"],
+        df["balls_per_over"],
+        df["over"].to_numpy(),
+        df["legal_ball_index"].to_numpy(),
+        df["is_super_over"].to_numpy(dtype=bool),
+    )
     df["outcome"] = pd.Categorical.from_codes(df["outcome"].to_numpy(), categories=OUTCOMES)
     for col in _CATEGORICAL:
         df[col] = df[col].astype("category")
@@ -205,8 +222,9 @@ def _fingerprint(sources: Sequence[Path], phases: PhaseRules) -> str:
     return digest.hexdigest()[:16]
 
 
-def load_tables(sources: Sequence[str | Path] | None, phases: PhaseRules, data_dir: str | Path = "data",
-                refresh: bool = False) -> Ingested:
+def load_tables(
+    sources: Sequence[str | Path] | None, phases: PhaseRules, data_dir: str | Path = "data", refresh: bool = False
+) -> Ingested:
     """The tables for `sources` (None: the embedded IPL archive), from the parquet cache when it is current."""
     data_dir = Path(data_dir)
     paths = [Path(s) for s in sources] if sources else [default_archive(data_dir)]

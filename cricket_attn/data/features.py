@@ -75,18 +75,24 @@ def state_matrix(counted: dict, innings_balls, balls_per_over, target, season, l
     STATE_COLUMNS but those made here) and what the innings is: how many legal balls it may last, the balls
     per over, the target (0: none) and the season, capped at `last_season` so that the models never
     extrapolate a trend they have not seen. Training's features and the simulator's state are both made here."""
-    f64 = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
-    runs, legal, bpo, target = (f64(x) for x in (counted["runs_before"], counted["legal_balls_before"],
-                                                 balls_per_over, target))
+    f64 = lambda x: torch.as_tensor(x, dtype=torch.float64)
+    runs, legal, bpo, target = (
+        f64(x) for x in (counted["runs_before"], counted["legal_balls_before"], balls_per_over, target)
+    )
     balls_left = (f64(innings_balls) - legal).clamp(min=0)
     chase = target > 0
     needed = torch.where(chase, target - runs, 0.0)
     season = f64(season) if last_season is None else f64(season).clamp(max=last_season)
     columns = {
-        **counted, "balls_left": balls_left, "run_rate": runs / legal.clamp(min=1) * bpo, "is_chase": chase,
-        "runs_needed": needed, "required_rate": torch.where(chase, (needed / balls_left.clamp(min=1) * bpo).clamp(-6, 36), 0.0),
-        "target": target, "season_index": season - FIRST_SEASON,
-    }  # fmt: skip
+        **counted,
+        "balls_left": balls_left,
+        "run_rate": runs / legal.clamp(min=1) * bpo,
+        "is_chase": chase,
+        "runs_needed": needed,
+        "required_rate": torch.where(chase, (needed / balls_left.clamp(min=1) * bpo).clamp(-6, 36), 0.0),
+        "target": target,
+        "season_index": season - FIRST_SEASON,
+    }
     return torch.stack([f64(columns[c]).expand(len(runs)) for c in STATE_COLUMNS], 1)
 
 
@@ -95,13 +101,22 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     (`ball_counts`) summed over the earlier deliveries of its innings, then `state_matrix`."""
     inn = innings_key(d)
     code = d["outcome"].cat.codes.to_numpy()
-    adds = ball_counts(code, d["runs_total"].to_numpy(np.int64), d["runs_batter"].to_numpy(np.int64),
-                       d["runs_wides"].to_numpy(np.int64), d["runs_noballs"].to_numpy(np.int64), bowler_wickets(d))
+    adds = ball_counts(
+        code,
+        d["runs_total"].to_numpy(np.int64),
+        d["runs_batter"].to_numpy(np.int64),
+        d["runs_wides"].to_numpy(np.int64),
+        d["runs_noballs"].to_numpy(np.int64),
+        bowler_wickets(d),
+    )
     adds = {name: pd.Series(np.asarray(v, dtype=np.int64), index=d.index) for name, v in adds.items()}
     legal = d["is_legal"].astype(np.int64)
     wickets = d["wicket_count"].astype(np.int64)
-    counted = {"runs_before": _before(adds["runs"], inn), "wickets_before": _before(wickets, inn),
-               "legal_balls_before": d["legal_ball_index"]}
+    counted = {
+        "runs_before": _before(adds["runs"], inn),
+        "wickets_before": _before(wickets, inn),
+        "legal_balls_before": d["legal_ball_index"],
+    }
     batter_key = [inn, d["batter"].astype(str).to_numpy()]
     counted["batter_runs_before"] = _before(d["runs_batter"].astype(np.int64), batter_key)
     counted["batter_balls_before"] = _before(adds["faced"], batter_key)
@@ -120,9 +135,14 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
         counted[name] = so_far - so_far.groupby(inn, sort=False).shift(RECENT, fill_value=0)
     counted["ball_in_over"] = d["ball_in_over"]
     counted = {name: torch.from_numpy(np.asarray(v, dtype=np.float64)) for name, v in counted.items()}
-    state = state_matrix(counted, innings_balls(d), d["balls_per_over"].to_numpy(copy=True),
-                         d["target_runs"].astype("Float64").fillna(0).to_numpy(dtype=float, copy=True),
-                         d["season"].to_numpy(copy=True), last_season)
+    state = state_matrix(
+        counted,
+        innings_balls(d),
+        d["balls_per_over"].to_numpy(copy=True),
+        d["target_runs"].astype("Float64").fillna(0).to_numpy(dtype=float, copy=True),
+        d["season"].to_numpy(copy=True),
+        last_season,
+    )
     return pd.DataFrame(state.numpy().astype(np.float32), columns=list(STATE_COLUMNS), index=d.index)
 
 

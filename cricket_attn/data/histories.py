@@ -69,10 +69,18 @@ class HistoryStore:
             "day": day[order],
         }
         keys = codes[order].astype(np.int64) * (1 << 20) + day[order]
-        latest = pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": player_key(d, role),
-                               "day": day}).sort_values("day", kind="stable").drop_duplicates("name", keep="last")
-        return cls(role, {str(p): i for i, p in enumerate(uniques)}, keys, tokens,
-                   dict(zip(latest["name"], latest["key"].astype(str))))
+        latest = (
+            pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": player_key(d, role), "day": day})
+            .sort_values("day", kind="stable")
+            .drop_duplicates("name", keep="last")
+        )
+        return cls(
+            role,
+            {str(p): i for i, p in enumerate(uniques)},
+            keys,
+            tokens,
+            dict(zip(latest["name"], latest["key"].astype(str))),
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -89,8 +97,9 @@ class HistoryStore:
         return np.where(valid, index, NO_BALL)
 
 
-def sequence_histories(d: pd.DataFrame, store: HistoryStore, k: int,
-                       keys: tuple[str, ...] = ("match_id", "innings")) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+def sequence_histories(
+    d: pd.DataFrame, store: HistoryStore, k: int, keys: tuple[str, ...] = ("match_id", "innings")
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """For the deliveries `d` of regular innings, grouped into sequences by `keys`: (slot, index, listed).
     `listed` has each sequence's distinct players in the store's role, in order of appearance (columns
     `sequence`, `player`, `slot`, `day`: the match's date); `slot` (N,) is each ball's player's place in

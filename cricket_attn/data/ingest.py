@@ -40,14 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(result))
     if result.matches.empty:  # nothing to train on or score: say what was there instead
         found = what_is_in(result.sources)
-        why = f"all {len(result.skipped)} match file(s) were skipped (above)" if result.skipped else \
-            "none is a Cricsheet match file (.json or .json.gz, alone, in a folder or in a zip)"
-        print(f"cricket-attn-ingest: no match ingested from {', '.join(result.sources)}: found {found}; {why}; "
-              "nothing written", file=sys.stderr)
+        why = (
+            f"all {len(result.skipped)} match file(s) were skipped (above)"
+            if result.skipped
+            else "none is a Cricsheet match file (.json or .json.gz, alone, in a folder or in a zip)"
+        )
+        print(
+            f"cricket-attn-ingest: no match ingested from {', '.join(result.sources)}: found {found}; {why}; "
+            "nothing written",
+            file=sys.stderr,
+        )
         return 1
     if args.strict and result.skipped:
-        print(f"cricket-attn-ingest: --strict: {len(result.skipped)} file(s) skipped; nothing written",
-              file=sys.stderr)
+        print(f"cricket-attn-ingest: --strict: {len(result.skipped)} file(s) skipped; nothing written", file=sys.stderr)
         return 1
     if args.out:
         write_parquet(result.deliveries, args.out)

@@ -51,8 +51,7 @@ def check_results(deliveries: pd.DataFrame, matches: pd.DataFrame) -> ResultChec
             if second.target_runs == first.runs + 1:
                 check.targets_agree += 1
             else:
-                check.problems.append(
-                    f"{m.match_id}: target {second.target_runs} but first innings made {first.runs}")
+                check.problems.append(f"{m.match_id}: target {second.target_runs} but first innings made {first.runs}")
         decided = isinstance(m.winner, str) and pd.isna(m.method) and pd.isna(m.eliminator)
         if not decided:
             continue
@@ -61,8 +60,11 @@ def check_results(deliveries: pd.DataFrame, matches: pd.DataFrame) -> ResultChec
             ok = m.winner == first.batting_team and first.runs - second.runs == m.win_by_runs
             got = f"{first.batting_team} {first.runs} v {second.runs}"
         else:
-            ok = (m.winner == second.batting_team and second.runs > first.runs
-                  and MAX_WICKETS - second.wickets == m.win_by_wickets)  # won "by 10 - w wickets"
+            ok = (
+                m.winner == second.batting_team
+                and second.runs > first.runs
+                and MAX_WICKETS - second.wickets == m.win_by_wickets
+            )  # won "by 10 - w wickets"
             got = f"{second.batting_team} {second.runs}/{second.wickets} chasing {first.runs}"
         if ok:
             check.agree += 1

@@ -77,8 +77,15 @@ class SequenceEncoder:
         return cls.fit_encode(train, min_count, rate_strength)[0]
 
     @classmethod
-    def fit_encode(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0,
-                   history_balls: int = 0, known: pd.DataFrame | None = None, first_innings: bool = False) -> tuple[SequenceEncoder, BallSequences]:
+    def fit_encode(
+        cls,
+        train: pd.DataFrame,
+        min_count: int = 20,
+        rate_strength: float = 200.0,
+        history_balls: int = 0,
+        known: pd.DataFrame | None = None,
+        first_innings: bool = False,
+    ) -> tuple[SequenceEncoder, BallSequences]:
         """Fit on the training deliveries and encode them (out of fold), computing their features once.
         With `history_balls`, players' histories come from `known` (every delivery there is: a history
         only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
@@ -90,8 +97,11 @@ class SequenceEncoder:
             bowlers=Vocab.fit(train["bowler"], min_count),
             venues=Vocab.fit(train["venue"], min_count),
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
-            mean=np.zeros(0), std=np.ones(0), first_season=int(train["season"].min()),
-            last_season=int(train["season"].max()), history_balls=history_balls,
+            mean=np.zeros(0),
+            std=np.ones(0),
+            first_season=int(train["season"].min()),
+            last_season=int(train["season"].max()),
+            history_balls=history_balls,
             first_innings=first_innings,
         )
         if history_balls:
@@ -119,25 +129,32 @@ class SequenceEncoder:
         """Build the players' histories the encoder reads from the deliveries `known`."""
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
         vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
-        self.history_opponents = {role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
-                                  for role, store in self.histories.items()}
+        self.history_opponents = {
+            role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
+            for role, store in self.histories.items()
+        }
 
     def history_tensors(self, d: pd.DataFrame, seq_id: np.ndarray) -> tuple[dict, dict]:
         """(per ball, per sequence): each ball's `batter_slot` and `bowler_slot`, and each sequence's
         `batter_history` and `bowler_history`, (n_seq, players, K, len(HISTORY_FIELDS)) integers."""
         if self.histories is None:
-            raise ValueError("the encoder reads players' histories (history_balls="
-                             f"{self.history_balls}) but none are attached: call attach_histories(deliveries)")
+            raise ValueError(
+                "the encoder reads players' histories (history_balls="
+                f"{self.history_balls}) but none are attached: call attach_histories(deliveries)"
+            )
         keys = ("match_id", "innings")
         per_ball, per_sequence = {}, {}
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
         for role in ROLES:
             slot, index, listed = sequence_histories(d, self.histories[role], self.history_balls, keys)
-            table = np.zeros((n_seq, int(listed["slot"].max()) + 1 if len(listed) else 1, self.history_balls,
-                              len(HISTORY_FIELDS)), dtype=np.int64)
+            table = np.zeros(
+                (n_seq, int(listed["slot"].max()) + 1 if len(listed) else 1, self.history_balls, len(HISTORY_FIELDS)),
+                dtype=np.int64,
+            )
             table[..., 0] = -1
             table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = self.history_tokens(
-                role, index, listed["day"].to_numpy())
+                role, index, listed["day"].to_numpy()
+            )
             per_ball[f"{role}_slot"] = slot
             per_sequence[f"{role}_history"] = table
         return per_ball, per_sequence
@@ -153,11 +170,15 @@ class SequenceEncoder:
             return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
 
         gap = np.maximum(day[:, None] - take(store.tokens["day"], 0), 1)  # days before
-        return np.stack([take(store.tokens["outcome"], -1),
-                         take(self.history_opponents[role], 0),
-                         take(store.tokens["phase"], 0),
-                         np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1))],
-                        axis=-1)
+        return np.stack(
+            [
+                take(store.tokens["outcome"], -1),
+                take(self.history_opponents[role], 0),
+                take(store.tokens["phase"], 0),
+                np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1)),
+            ],
+            axis=-1,
+        )
 
     def histories_of(self, role: str, names: list[str], date) -> np.ndarray:
         """(len(names), K, fields): the histories of players known by name only (a side as a simulated
@@ -226,44 +247,78 @@ class SequenceEncoder:
         has_chase = np.isin(match[order], chase_of.index)
         rows, at = order[has_chase], place[has_chase]
         seq = chase_of.reindex(match[rows]).to_numpy()
-        table[seq, 0, at] = np.stack([per_ball["outcome"][rows], per_ball["batter"][rows], per_ball["phase"][rows],
-                                      per_ball["over"][rows]], axis=-1)
+        table[seq, 0, at] = np.stack(
+            [per_ball["outcome"][rows], per_ball["batter"][rows], per_ball["phase"][rows], per_ball["over"][rows]],
+            axis=-1,
+        )
         return table
 
     def to_dict(self) -> dict:
         return {
-            "batters": self.batters.tokens, "bowlers": self.bowlers.tokens, "venues": self.venues.tokens,
-            "rates": {c: {"strength": float(r.strength), "prior": r.prior.tolist(), "keys": r.counts.index.tolist(),
-                          "counts": r.counts.to_numpy().tolist()} for c, r in self.rates.items()},
-            "mean": self.mean.tolist(), "std": self.std.tolist(), "first_season": int(self.first_season),
+            "batters": self.batters.tokens,
+            "bowlers": self.bowlers.tokens,
+            "venues": self.venues.tokens,
+            "rates": {
+                c: {
+                    "strength": float(r.strength),
+                    "prior": r.prior.tolist(),
+                    "keys": r.counts.index.tolist(),
+                    "counts": r.counts.to_numpy().tolist(),
+                }
+                for c, r in self.rates.items()
+            },
+            "mean": self.mean.tolist(),
+            "std": self.std.tolist(),
+            "first_season": int(self.first_season),
             "last_season": int(self.last_season),
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
-            "history_balls": self.history_balls, "first_innings": self.first_innings,
-        }  # fmt: skip
+            "history_balls": self.history_balls,
+            "first_innings": self.first_innings,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> SequenceEncoder:
-        missing = [k for k in ("batters", "bowlers", "venues", "rates", "mean", "std", "first_season",
-                               "last_season") if k not in d]
+        missing = [
+            k
+            for k in ("batters", "bowlers", "venues", "rates", "mean", "std", "first_season", "last_season")
+            if k not in d
+        ]
         if missing:
             raise ValueError(f"the stored data encoder lacks {missing} (saved by another version of cricket_attn?)")
         rates = {}
         for c, r in d["rates"].items():
-            rates[c] = OutcomeRates(c, r["strength"], np.asarray(r["prior"]),
-                                    pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))))
-        return cls(Vocab(d["batters"]), Vocab(d["bowlers"]), Vocab(d["venues"]), rates,
-                   np.asarray(d["mean"], dtype=np.float32), np.asarray(d["std"], dtype=np.float32),
-                   d["first_season"], d["last_season"],
-                   None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
-                   d.get("history_balls", 0), d.get("first_innings", False))
+            rates[c] = OutcomeRates(
+                c,
+                r["strength"],
+                np.asarray(r["prior"]),
+                pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))),
+            )
+        return cls(
+            Vocab(d["batters"]),
+            Vocab(d["bowlers"]),
+            Vocab(d["venues"]),
+            rates,
+            np.asarray(d["mean"], dtype=np.float32),
+            np.asarray(d["std"], dtype=np.float32),
+            d["first_season"],
+            d["last_season"],
+            None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
+            d.get("history_balls", 0),
+            d.get("first_innings", False),
+        )
 
     def model_dims(self) -> dict:
         """The data-dependent model settings."""
-        return {"n_numeric": len(self.mean), "n_batters": len(self.batters), "n_bowlers": len(self.bowlers),
-                "n_venues": len(self.venues),
-                "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
-                "history_balls": self.history_balls, "history_age_buckets": HISTORY_AGE_BUCKETS,
-                "first_innings": self.first_innings}
+        return {
+            "n_numeric": len(self.mean),
+            "n_batters": len(self.batters),
+            "n_bowlers": len(self.bowlers),
+            "n_venues": len(self.venues),
+            "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
+            "history_balls": self.history_balls,
+            "history_age_buckets": HISTORY_AGE_BUCKETS,
+            "first_innings": self.first_innings,
+        }
 
 
 class BallSequences(torch.utils.data.Dataset):
@@ -274,8 +329,13 @@ class BallSequences(torch.utils.data.Dataset):
         self.per_sequence = per_sequence  # tensors with one entry per sequence, not per ball
 
     @classmethod
-    def from_flat(cls, per_ball: dict[str, np.ndarray], numeric: np.ndarray, seq_id: np.ndarray,
-                  per_sequence: dict[str, np.ndarray] | None = None) -> BallSequences:
+    def from_flat(
+        cls,
+        per_ball: dict[str, np.ndarray],
+        numeric: np.ndarray,
+        seq_id: np.ndarray,
+        per_sequence: dict[str, np.ndarray] | None = None,
+    ) -> BallSequences:
         n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
         lengths = np.bincount(seq_id, minlength=n_seq)
         # Rows of a sequence are contiguous and in order: position = rank within the sequence.
@@ -321,8 +381,9 @@ class BucketBatchSampler(torch.utils.data.Sampler):
     (the same number each, so no process waits on another at the end of an epoch).
     """
 
-    def __init__(self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0,
-                 rank: int = 0, world_size: int = 1):
+    def __init__(
+        self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1
+    ):
         self.lengths, self.batch_size, self.shuffle, self.seed = lengths, batch_size, shuffle, seed
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
@@ -334,16 +395,15 @@ class BucketBatchSampler(torch.utils.data.Sampler):
         chunk = self.batch_size * 50
         batches = []
         for start in range(0, len(order), chunk):
-            part = order[start:start + chunk]
+            part = order[start : start + chunk]
             part = part[torch.argsort(self.lengths[part], descending=True, stable=True)]
-            batches += [part[i:i + self.batch_size].tolist() for i in range(0, len(part), self.batch_size)]
+            batches += [part[i : i + self.batch_size].tolist() for i in range(0, len(part), self.batch_size)]
         if self.shuffle:
             batches = [batches[i] for i in torch.randperm(len(batches), generator=g)]
         if self.world_size > 1:
-            batches = batches[self.rank:len(self) * self.world_size:self.world_size]
+            batches = batches[self.rank : len(self) * self.world_size : self.world_size]
         return iter(batches)
 
     def __len__(self) -> int:
         n = (len(self.lengths) + self.batch_size - 1) // self.batch_size
         return n // self.world_size if self.world_size > 1 else n
-

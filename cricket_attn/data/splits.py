@@ -44,7 +44,6 @@ class SeasonSplit:
         return {name: deliveries[labels == name].reset_index(drop=True) for name in SPLITS}
 
 
-
 def season_range(d: pd.DataFrame) -> str:
     """The seasons of `d` as people write them: `2008-2023`, or `2024` (`no seasons` when empty)."""
     if d.empty:

@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 TEACHER_FEATURES_VERSION = 1
 
 
-def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0,
-                              rate_strength: float = 200.0) -> np.ndarray:
+def out_of_fold_probabilities(
+    d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0, rate_strength: float = 200.0
+) -> np.ndarray:
     """(len(d), N_OUTCOMES): for each delivery, the teacher's probabilities from the folds without its match."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -49,8 +50,12 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
         raise ValueError(f"data.teacher.folds={folds}: only {n_matches} matches to fold")
     fold = match_folds(d, folds, seed)
     probs = np.zeros((len(d), N_OUTCOMES), dtype=np.float32)
-    log.info("teacher: %d folds of gradient-boosted trees on %s deliveries of seasons %s (cached after)",
-             folds, f"{len(d):,}", season_range(d))
+    log.info(
+        "teacher: %d folds of gradient-boosted trees on %s deliveries of seasons %s (cached after)",
+        folds,
+        f"{len(d):,}",
+        season_range(d),
+    )
     for k in range(folds):
         clock = Stopwatch()
         fit, held = d[fold != k], d[fold == k]
@@ -63,13 +68,24 @@ def out_of_fold_probabilities(d: pd.DataFrame, settings: Mapping, folds: int = 5
     return probs
 
 
-def teacher_probabilities(d: pd.DataFrame, settings: Mapping, folds: int, seed: int, rate_strength: float,
-                          cache_dir: str | Path) -> np.ndarray:
+def teacher_probabilities(
+    d: pd.DataFrame, settings: Mapping, folds: int, seed: int, rate_strength: float, cache_dir: str | Path
+) -> np.ndarray:
     """`out_of_fold_probabilities`, cached: the same deliveries (all their columns) with the same
     settings are fitted once (the refit stage's ensemble members share theirs)."""
     key = hashlib.sha256(pd.util.hash_pandas_object(d, index=False).to_numpy().tobytes())  # every column
-    key.update(json.dumps({"settings": dict(settings), "folds": folds, "seed": seed, "rate_strength": rate_strength,
-                           "features": TEACHER_FEATURES_VERSION}, sort_keys=True).encode())
+    key.update(
+        json.dumps(
+            {
+                "settings": dict(settings),
+                "folds": folds,
+                "seed": seed,
+                "rate_strength": rate_strength,
+                "features": TEACHER_FEATURES_VERSION,
+            },
+            sort_keys=True,
+        ).encode()
+    )
     path = Path(cache_dir) / f"teacher-{key.hexdigest()[:16]}.npy"
     if path.exists():
         log.info("teacher: read from the cache, %s", path)

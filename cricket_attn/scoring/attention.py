@@ -22,8 +22,17 @@ from cricket_attn.model import CricketTransformer, Ensemble
 # The kinds of earlier ball a head may favour; a ball's own position is `self`. Same bowler, batter
 # and phase count earlier overs only (`category_masks`); after a boundary (a wicket) are the positions
 # that read a four or six (a wicket) as their previous ball. Each is read against its own uniform share.
-CATEGORIES = ("self", "previous_ball", "rest_of_over", "same_bowler", "same_batter", "same_phase", "first_ball",
-              "after_boundary", "after_wicket")
+CATEGORIES = (
+    "self",
+    "previous_ball",
+    "rest_of_over",
+    "same_bowler",
+    "same_batter",
+    "same_phase",
+    "first_ball",
+    "after_boundary",
+    "after_wicket",
+)
 BALL_COLUMNS = ("match_id", "innings", "over", "ball_in_over", "outcome", "batter", "bowler", "phase")
 SPECIALISED = 2.0  # a head specialises in a kind of ball when it puts twice the uniform share there
 
@@ -43,15 +52,21 @@ class InningsAttention:
     def labels(self) -> list[str]:
         """Each ball as a scorer reads it: over.ball (over counted from 0), outcome, batter v bowler."""
         b = self.balls
-        return [f"{o}.{i} {out} {bat} v {bowl}" for o, i, out, bat, bowl in
-                zip(b["over"], b["ball_in_over"], b["outcome"].astype(str), b["batter"], b["bowler"])]
+        return [
+            f"{o}.{i} {out} {bat} v {bowl}"
+            for o, i, out, bat, bowl in zip(
+                b["over"], b["ball_in_over"], b["outcome"].astype(str), b["batter"], b["bowler"]
+            )
+        ]
 
     def position(self, over: int, ball: int) -> int:
         """The index in the innings of the delivery at over.ball."""
         hit = np.flatnonzero((self.balls["over"].to_numpy() == over) & (self.balls["ball_in_over"].to_numpy() == ball))
         if not len(hit):
             last = self.balls.iloc[-1]
-            raise ValueError(f"{self.title} has no ball {over}.{ball} (it ends at {last['over']}.{last['ball_in_over']})")
+            raise ValueError(
+                f"{self.title} has no ball {over}.{ball} (it ends at {last['over']}.{last['ball_in_over']})"
+            )
         return int(hit[0])
 
 
@@ -65,8 +80,13 @@ def one_model(model: CricketTransformer | Ensemble, member: int = 0) -> CricketT
 
 
 @torch.no_grad()
-def innings_attention(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                      batch_size: int = 64, desc: str | None = None):
+def innings_attention(
+    model: CricketTransformer,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    batch_size: int = 64,
+    desc: str | None = None,
+):
     """Yields an `InningsAttention` for every regular innings of `deliveries`, in table order."""
     d = deliveries.reset_index(drop=True)
     sequences = encoder.encode(d)
@@ -99,15 +119,26 @@ def category_masks(balls: pd.DataFrame) -> dict[str, np.ndarray]:
     earlier_over = earlier & ~same_over
     outcome = balls["outcome"].astype(str).to_numpy()
     before = np.concatenate([["start"], outcome[:-1]])  # what position s reads as its previous ball
-    return {"self": s == t, "previous_ball": s == t - 1, "rest_of_over": earlier & (s < t - 1) & same_over,
-            "same_bowler": earlier_over & same("bowler"), "same_batter": earlier_over & same("batter"),
-            "same_phase": earlier_over & same("phase"), "first_ball": (s == 0) & earlier,
-            "after_boundary": earlier & np.isin(before, ("4", "6"))[None, :],
-            "after_wicket": earlier & (before == "wicket")[None, :]}
+    return {
+        "self": s == t,
+        "previous_ball": s == t - 1,
+        "rest_of_over": earlier & (s < t - 1) & same_over,
+        "same_bowler": earlier_over & same("bowler"),
+        "same_batter": earlier_over & same("batter"),
+        "same_phase": earlier_over & same("phase"),
+        "first_ball": (s == 0) & earlier,
+        "after_boundary": earlier & np.isin(before, ("4", "6"))[None, :],
+        "after_wicket": earlier & (before == "wicket")[None, :],
+    }
 
 
-def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                member: int = 0, desc: str | None = None) -> pd.DataFrame:
+def head_report(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    member: int = 0,
+    desc: str | None = None,
+) -> pd.DataFrame:
     """One row per layer and head: for every kind of ball, the mean share of a ball's attention it
     gets (`<kind>`), what uniform causal attention would give it (`<kind>_uniform`) and their ratio;
     the mean distance attended to, in deliveries, against uniform's; `spread`, the entropy of a ball's
@@ -148,8 +179,9 @@ def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
             row["distance"] = distance[layer, head] / queries
             row["distance_uniform"] = distance_uniform / queries
             row["spread"] = spread[layer, head] / queries
-            ranked = sorted((n for n in CATEGORIES if row[f"{n}_ratio"] >= SPECIALISED),
-                            key=lambda n: -row[f"{n}_ratio"])
+            ranked = sorted(
+                (n for n in CATEGORIES if row[f"{n}_ratio"] >= SPECIALISED), key=lambda n: -row[f"{n}_ratio"]
+            )
             row["specialises_in"] = ", ".join(ranked) or "nothing (near uniform)"
             rows.append(row)
     report = pd.DataFrame(rows)
@@ -159,17 +191,32 @@ def head_report(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
 
 def report_table(report: pd.DataFrame) -> str:
     """The head report as markdown: share (ratio to uniform) for each kind of ball, distance and spread."""
-    names = {"same_bowler": "same bowler, earlier overs", "same_batter": "same batter, earlier overs",
-             "same_phase": "same phase, earlier overs"}
-    head = ["layer.head", *(names.get(n, n.replace("_", " ")) for n in CATEGORIES), "mean distance", "spread",
-            "specialises in"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-             "| uniform | " + " | ".join(f"{report.iloc[0][f'{n}_uniform']:.3f}" for n in CATEGORIES)
-             + f" | {report.iloc[0]['distance_uniform']:.1f} | 1.00 | |"]
+    names = {
+        "same_bowler": "same bowler, earlier overs",
+        "same_batter": "same batter, earlier overs",
+        "same_phase": "same phase, earlier overs",
+    }
+    head = [
+        "layer.head",
+        *(names.get(n, n.replace("_", " ")) for n in CATEGORIES),
+        "mean distance",
+        "spread",
+        "specialises in",
+    ]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        "| uniform | "
+        + " | ".join(f"{report.iloc[0][f'{n}_uniform']:.3f}" for n in CATEGORIES)
+        + f" | {report.iloc[0]['distance_uniform']:.1f} | 1.00 | |",
+    ]
     for r in report.to_dict("records"):
         cells = [f"{r[n]:.3f} ({r[f'{n}_ratio']:.1f}x)" for n in CATEGORIES]
-        lines.append(f"| {r['layer']}.{r['head']} | " + " | ".join(cells)
-                     + f" | {r['distance']:.1f} | {r['spread']:.2f} | {r['specialises_in']} |")
+        lines.append(
+            f"| {r['layer']}.{r['head']} | "
+            + " | ".join(cells)
+            + f" | {r['distance']:.1f} | {r['spread']:.2f} | {r['specialises_in']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -190,8 +237,11 @@ def plot_ball(inn: InningsAttention, t: int, path: str | Path) -> Path:
     for x in np.flatnonzero(np.diff(overs)) + 0.5:
         ax.axvline(x, color="white", lw=0.6, alpha=0.7)
     ball = inn.balls.iloc[t]
-    ax.set_title(f"{inn.title}: where each head looks before ball {ball['over']}.{ball['ball_in_over']} "
-                 f"({ball['batter']} facing {ball['bowler']}; it went {ball['outcome']})", fontsize=9)
+    ax.set_title(
+        f"{inn.title}: where each head looks before ball {ball['over']}.{ball['ball_in_over']} "
+        f"({ball['batter']} facing {ball['bowler']}; it went {ball['outcome']})",
+        fontsize=9,
+    )
     fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label=f"attention weight (an even spread: {1 / (t + 1):.3f})")
     return save_figure(fig, path, tight_layout=False)
 
@@ -237,8 +287,14 @@ def _pyplot():
     return plt, PowerNorm
 
 
-def draw_match(model: CricketTransformer, encoder: SequenceEncoder, deliveries: pd.DataFrame, out: Path,
-               innings: int | None = None, ball: tuple[int, int] | None = None) -> list[Path]:
+def draw_match(
+    model: CricketTransformer,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    out: Path,
+    innings: int | None = None,
+    ball: tuple[int, int] | None = None,
+) -> list[Path]:
     """The pictures of one match's innings (or of innings `innings`), and of ball `(over, ball)` in it."""
     drawn = []
     for inn in innings_attention(model, encoder, deliveries):
@@ -252,8 +308,9 @@ def draw_match(model: CricketTransformer, encoder: SequenceEncoder, deliveries: 
     return drawn
 
 
-def log_attention(uri: str, run_id: str, model: CricketTransformer | Ensemble, encoder: SequenceEncoder,
-                  test: pd.DataFrame) -> pd.DataFrame:
+def log_attention(
+    uri: str, run_id: str, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, test: pd.DataFrame
+) -> pd.DataFrame:
     """For a training run: the head report over the test balls (metrics `heads/<layer>.<head>/<kind>`
     as the ratio to uniform, and `attention/heads.md`), and the pictures of the first test match
     (both innings, and one ball two overs from the end of the chase) under `attention/`."""
@@ -264,8 +321,11 @@ def log_attention(uri: str, run_id: str, model: CricketTransformer | Ensemble, e
     report = head_report(model, encoder, test)
     client = mlflow.MlflowClient(uri)
     now = mlflow.utils.time.get_current_time_millis()
-    metrics = [mlflow.entities.Metric(f"heads/{r['layer']}.{r['head']}/{name}", float(r[f"{name}_ratio"]), now, 0)
-               for r in report.to_dict("records") for name in CATEGORIES]
+    metrics = [
+        mlflow.entities.Metric(f"heads/{r['layer']}.{r['head']}/{name}", float(r[f"{name}_ratio"]), now, 0)
+        for r in report.to_dict("records")
+        for name in CATEGORIES
+    ]
     client.log_batch(run_id, metrics=metrics)
     first = test[test["match_id"] == test["match_id"].iloc[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -308,8 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--match", help="draw this match only (its Cricsheet id); default: every match given")
     p.add_argument("--innings", type=int, help="with --match: this innings only (1, 2, ...)")
     p.add_argument("--ball", help="with --match and --innings: also draw ball OVER.BALL, e.g. 15.3 (over from 0)")
-    p.add_argument("--report", action="store_true", help="write the head-by-head report over every ball given "
-                   "(heads.md, heads.csv); without --match, draw nothing")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="write the head-by-head report over every ball given (heads.md, heads.csv); without --match, draw nothing",
+    )
     p.add_argument("--member", type=int, default=0, help="which model of an ensemble (each has its own heads)")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
@@ -343,8 +406,9 @@ def main(argv: list[str] | None = None) -> int:
             written += [args.out / "heads.md", args.out / "heads.csv"]
             print(report_table(report))
         if args.match or not args.report:
-            for match_id, match in progress.track(d.groupby("match_id", observed=True, sort=False), "drawing",
-                                                  total=d["match_id"].nunique(), unit="match"):
+            for match_id, match in progress.track(
+                d.groupby("match_id", observed=True, sort=False), "drawing", total=d["match_id"].nunique(), unit="match"
+            ):
                 written += draw_match(model, trained.encoder, match, args.out, args.innings, ball)
     except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
         print(f"cricket-attn-attention: {err}", file=sys.stderr)

@@ -19,8 +19,14 @@ PREFIX = "model."  # the weights' keys in a checkpoint: the LightningModule's `m
 # Model options taken out on 2026-11-24, measured no better (docs/experiments.md), that checkpoints saved
 # before still name: each at the value that had it do nothing (None: any value, a setting of an option that
 # was off). A checkpoint that used one is refused by name.
-TAKEN_OUT = {"season_effect": "none", "history_reader": "cross", "n_seasons": None, "numeric_frequencies": None,
-             "numeric_dim": None, "numeric_sigma": None}
+TAKEN_OUT = {
+    "season_effect": "none",
+    "history_reader": "cross",
+    "n_seasons": None,
+    "numeric_frequencies": None,
+    "numeric_dim": None,
+    "numeric_sigma": None,
+}
 
 
 class CheckpointError(ValueError):
@@ -34,7 +40,7 @@ def read(path: str | Path) -> dict:
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same one-line answer
+    except Exception as err:  # any unreadable file gets the same one-line answer
         raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(err).__name__})") from None
     model_cfg = ckpt.get("hyper_parameters", {}).get("model") if isinstance(ckpt, dict) else None
     if model_cfg is None or "state_dict" not in ckpt:
@@ -48,15 +54,19 @@ def check_fits(here: dict, state: object, cfg: ModelConfig) -> None:
     errors."""
     if not isinstance(state, dict):
         raise CheckpointError("not a cricket_attn checkpoint (no model settings inside)")
-    problems = [f"{k} is {list(v.shape)} in the checkpoint but {list(here[k].shape)} here"
-                for k, v in state.items() if k in here and v.shape != here[k].shape]
+    problems = [
+        f"{k} is {list(v.shape)} in the checkpoint but {list(here[k].shape)} here"
+        for k, v in state.items()
+        if k in here and v.shape != here[k].shape
+    ]
     problems += [f"{k} is missing from the checkpoint" for k in here if k not in state]
     problems += [f"{k} is in the checkpoint but not in this model" for k in state if k not in here]
     if problems:
         raise CheckpointError(
             f"checkpoint does not fit model settings d_model={cfg.d_model}, n_layers={cfg.n_layers}, "
             f"positional_parts={list(cfg.positional_parts)}: "
-            f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+            f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
 
 
 def model_settings(saved: dict) -> dict:
@@ -108,8 +118,9 @@ def save_final(paths: list[str | Path], temperature: float | None, out: str | Pa
             ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
     final = ckpts[0]
     if len(ckpts) > 1:
-        final["ensemble_members"] = [{"hyper_parameters": c["hyper_parameters"], "state_dict": c["state_dict"]}
-                                     for c in ckpts[1:]]
+        final["ensemble_members"] = [
+            {"hyper_parameters": c["hyper_parameters"], "state_dict": c["state_dict"]} for c in ckpts[1:]
+        ]
     with atomic_path(out) as tmp:
         torch.save(final, tmp)
     return Path(out)

@@ -35,10 +35,13 @@ class CommandSummary:
         return []
 
     def __str__(self) -> str:
-        lines = [f"model:              {self.model}", *self.counts(),
-                 named_list("batters unknown to the model", self.unknown_batters),
-                 named_list("bowlers unknown to the model", self.unknown_bowlers),
-                 f"skipped:            {len(self.skipped)}"]
+        lines = [
+            f"model:              {self.model}",
+            *self.counts(),
+            named_list("batters unknown to the model", self.unknown_batters),
+            named_list("bowlers unknown to the model", self.unknown_bowlers),
+            f"skipped:            {len(self.skipped)}",
+        ]
         lines += [f"  {reason}" for reason in self.skipped]
         lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
         return "\n".join(lines)
@@ -48,8 +51,10 @@ def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[
     """The batters and the bowlers of the regular innings that the model has no embedding for. A player is
     known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-    return (sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
-            sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)))
+    return (
+        sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
+        sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)),
+    )
 
 
 def named_list(what: str, names: list[str], show: int = 10) -> str:
@@ -65,7 +70,9 @@ def check_out_path(out: Path) -> None:
         raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
     folder = next(p for p in out.resolve().parents if p.exists())  # missing folders are made
     if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ValueError(f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})")
+        raise ValueError(
+            f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})"
+        )
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> None:
@@ -87,13 +94,22 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--history", action="append", help=history)
-    p.add_argument("--recent-level", type=strength, default=recent_level, metavar="STRENGTH",
-                   help="learn the league's level from the known matches (the sources and --history data) since the "
-                   f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
-                   f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is")
-    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
-                   help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
-                   "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
+    p.add_argument(
+        "--recent-level",
+        type=strength,
+        default=recent_level,
+        metavar="STRENGTH",
+        help="learn the league's level from the known matches (the sources and --history data) since the "
+        f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
+        f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is",
+    )
+    p.add_argument(
+        "--form",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
+        "seasons played before its match (cricket_attn.scoring.form; default: %(default)s)",
+    )
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return p
 

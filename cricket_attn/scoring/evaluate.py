@@ -46,15 +46,21 @@ def evaluate(args: argparse.Namespace) -> dict[str, float]:
     tables = load_tables(sources, phases, project_path(data.data_dir))
     part = split.split(tables.deliveries)[args.split]
     if part.empty:
-        raise SystemExit(f"cricket-attn-evaluate: the {args.split} split has no deliveries in {sources or 'the IPL archive'}")
+        raise SystemExit(
+            f"cricket-attn-evaluate: the {args.split} split has no deliveries in {sources or 'the IPL archive'}"
+        )
     if trained.encoder.history_balls:  # players' histories from every match there is, as in training
         trained.encoder.attach_histories(tables.deliveries)
     scored = trained.score(part, desc=f"scoring the {args.split} split")
     if args.no_log:
         metrics = score(scored)
     else:
-        run_id = tracking.start_run(args.tracking_uri, args.experiment, f"evaluate {args.split}",
-                                    {"model_family": "evaluation", "model": args.model, "split": args.split})
+        run_id = tracking.start_run(
+            args.tracking_uri,
+            args.experiment,
+            f"evaluate {args.split}",
+            {"model_family": "evaluation", "model": args.model, "split": args.split},
+        )
         tracking.log_params(args.tracking_uri, run_id, {"model": args.model, "split": args.split, "data": args.data})
         metrics = tracking.log_scored(args.tracking_uri, run_id, scored, args.split)
         tracking.end_run(args.tracking_uri, run_id, "FINISHED")

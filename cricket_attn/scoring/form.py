@@ -53,8 +53,13 @@ class PlayerForm:
     weights: tuple[float, float, float, float] = FORM_WEIGHTS
 
     @classmethod
-    def from_scored(cls, scored: pd.DataFrame, dates: pd.Series, balls: float = FORM_BALLS,
-                    weights: tuple[float, float, float, float] = FORM_WEIGHTS) -> PlayerForm:
+    def from_scored(
+        cls,
+        scored: pd.DataFrame,
+        dates: pd.Series,
+        balls: float = FORM_BALLS,
+        weights: tuple[float, float, float, float] = FORM_WEIGHTS,
+    ) -> PlayerForm:
         """From the model's scored balls of matches it was not trained on (`batter`, `bowler`, `match_id`, the
         class probabilities and the outcome); `dates`: match_id -> date."""
         runs, wicket = residuals(scored)
@@ -64,13 +69,19 @@ class PlayerForm:
         excess = balls_frame.assign(runs=runs - league["runs"].to_numpy(), wicket=wicket - league["wicket"].to_numpy())
         parts = []
         for role in ROLES:
-            per = excess.assign(player=scored[role].astype(str).to_numpy()).groupby(["player", "match_id"]).agg(
-                n=("runs", "size"), runs=("runs", "sum"), wicket=("wicket", "sum")).reset_index()
+            per = (
+                excess.assign(player=scored[role].astype(str).to_numpy())
+                .groupby(["player", "match_id"])
+                .agg(n=("runs", "size"), runs=("runs", "sum"), wicket=("wicket", "sum"))
+                .reset_index()
+            )
             parts.append(per.assign(role=role))
         table = pd.concat(parts, ignore_index=True)
         table["date"] = table["match_id"].map(_by_text(dates))
         if table["date"].isna().any():
-            raise ValueError(f"no date for match(es) {sorted(table.loc[table['date'].isna(), 'match_id'].unique())[:5]}")
+            raise ValueError(
+                f"no date for match(es) {sorted(table.loc[table['date'].isna(), 'match_id'].unique())[:5]}"
+            )
         return cls(table[["role", "player", "match_id", "date", "n", "runs", "wicket"]], balls, tuple(weights))
 
     def forms(self, role: str, players, date) -> np.ndarray:
@@ -80,7 +91,7 @@ class PlayerForm:
         before = t[(t["role"] == role) & (t["date"] < pd.Timestamp(date))]
         sums = before.groupby("player")[["n", "runs", "wicket"]].sum()
         sums = sums.reindex([str(p) for p in players], fill_value=0.0)
-        return (sums[["runs", "wicket"]].to_numpy(np.float64) / (sums[["n"]].to_numpy(np.float64) + self.balls))
+        return sums[["runs", "wicket"]].to_numpy(np.float64) / (sums[["n"]].to_numpy(np.float64) + self.balls)
 
     def offsets(self, role: str, players, date) -> np.ndarray:
         """(players, classes) the class offsets each player's form as `role` adds to a ball's log-probabilities."""
@@ -95,7 +106,9 @@ class PlayerForm:
         match_id -> date)."""
         day = balls["match_id"].astype(str).map(_by_text(dates))
         if day.isna().any():
-            raise ValueError(f"no date for match(es) {sorted(balls.loc[day.isna(), 'match_id'].astype(str).unique())[:5]}")
+            raise ValueError(
+                f"no date for match(es) {sorted(balls.loc[day.isna(), 'match_id'].astype(str).unique())[:5]}"
+            )
         cols = []
         for role in ROLES:
             f = np.zeros((len(balls), 2))

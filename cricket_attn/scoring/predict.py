@@ -36,8 +36,18 @@ from cricket_attn.scoring.cli import (
 from cricket_attn.scoring.recent import since_training, with_offsets
 from cricket_attn.scoring.serving import TrainedModel, load_trained
 
-OUTPUT_COLUMNS = ("match_id", "innings", "delivery_index", "over", "ball_in_over", "batter", "bowler", "outcome",
-                  *PROB_COLUMNS, "expected_runs")  # fmt: skip
+OUTPUT_COLUMNS = (
+    "match_id",
+    "innings",
+    "delivery_index",
+    "over",
+    "ball_in_over",
+    "batter",
+    "bowler",
+    "outcome",
+    *PROB_COLUMNS,
+    "expected_runs",
+)
 
 
 def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
@@ -70,13 +80,27 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     nxt["bowler"] = np.where(new_over, UNK, last["bowler"].astype(str))
     for col in ("batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind", "player_out"):
         nxt[col] = None
-    for col in ("runs_batter", "runs_extras", "runs_total", "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes",
-                "runs_penalty", "wicket_count"):
+    for col in (
+        "runs_batter",
+        "runs_extras",
+        "runs_total",
+        "runs_wides",
+        "runs_noballs",
+        "runs_byes",
+        "runs_legbyes",
+        "runs_penalty",
+        "wicket_count",
+    ):
         nxt[col] = 0
     nxt["is_legal"], nxt["is_wicket"], nxt["runs_non_boundary"] = True, False, False
     nxt["outcome"] = None
-    nxt["phase"] = phases.assign(nxt["match_type"], nxt["balls_per_over"], nxt["over"].to_numpy(),
-                                 nxt["legal_ball_index"].to_numpy(), np.zeros(len(nxt), dtype=bool))
+    nxt["phase"] = phases.assign(
+        nxt["match_type"],
+        nxt["balls_per_over"],
+        nxt["over"].to_numpy(),
+        nxt["legal_ball_index"].to_numpy(),
+        np.zeros(len(nxt), dtype=bool),
+    )
     return nxt
 
 
@@ -96,14 +120,18 @@ def with_next_balls(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     return both
 
 
-def predict_tables(trained: TrainedModel, tables: Ingested, phases: PhaseRules,
-                   strict: bool = False) -> tuple[pd.DataFrame, list[str]]:
+def predict_tables(
+    trained: TrainedModel, tables: Ingested, phases: PhaseRules, strict: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
     """The output table (every delivery and every next ball, scored), and the matches left out because
     an innings is longer than the model takes (with `strict`, such a match is an error)."""
     frame = with_next_balls(tables, phases)
     too_long = trained.too_long(frame)
-    left_out = [f"match {m}: an innings of {n} deliveries is longer than the model takes ({trained.max_len}; it "
-                f"was trained on T20 innings); not scored" for m, n in too_long.items()]
+    left_out = [
+        f"match {m}: an innings of {n} deliveries is longer than the model takes ({trained.max_len}; it "
+        f"was trained on T20 innings); not scored"
+        for m, n in too_long.items()
+    ]
     if strict and left_out:
         raise ValueError(f"--strict: {left_out[0]}")
     frame = frame[~frame["match_id"].astype(str).isin(too_long)]
@@ -123,16 +151,22 @@ class ScoringSummary(CommandSummary):
     next_balls: int = 0
 
     def counts(self) -> list[str]:
-        return [f"matches scored:     {self.matches:,}",
-                f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)"]
+        return [
+            f"matches scored:     {self.matches:,}",
+            f"deliveries scored:  {self.deliveries:,} (+ {self.next_balls} next-ball rows for innings in progress)",
+        ]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # The model's own probabilities by default: the MLflow model and the evaluation give the same numbers.
-    p = scoring_parser("cricket-attn-predict", __doc__.split("\n")[0],
-                       "Cricsheet data whose earlier matches give players' histories (a model that reads them) and "
-                       "the league's recent level (--recent-level), beside the matches scored (repeatable; default: "
-                       "the embedded IPL archive)", recent_level=0.0)
+    p = scoring_parser(
+        "cricket-attn-predict",
+        __doc__.split("\n")[0],
+        "Cricsheet data whose earlier matches give players' histories (a model that reads them) and "
+        "the league's recent level (--recent-level), beside the matches scored (repeatable; default: "
+        "the embedded IPL archive)",
+        recent_level=0.0,
+    )
     return p.parse_args(argv)
 
 
@@ -146,8 +180,13 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
-        found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
-            f"{len(tables.matches)} match(es) without deliveries" if len(tables.matches) else "no match files"
+        found = (
+            f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
+            if tables.skipped
+            else f"{len(tables.matches)} match(es) without deliveries"
+            if len(tables.matches)
+            else "no match files"
+        )
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
     if trained.encoder.history_balls or args.recent_level or args.form:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))

@@ -17,13 +17,24 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.model import CricketTransformer, Ensemble
 
 # What a scored frame carries about each delivery, before the probabilities.
-DELIVERY_COLUMNS = ("match_id", "season", "innings", "delivery_index", "over", "ball_in_over", "phase",
-                    "batter", "bowler", "outcome")  # fmt: skip
+DELIVERY_COLUMNS = (
+    "match_id",
+    "season",
+    "innings",
+    "delivery_index",
+    "over",
+    "ball_in_over",
+    "phase",
+    "batter",
+    "bowler",
+    "outcome",
+)
 
 
 @torch.no_grad()
-def sequence_probabilities(model: CricketTransformer | Ensemble, sequences: BallSequences,
-                           batch_size: int = 256, desc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def sequence_probabilities(
+    model: CricketTransformer | Ensemble, sequences: BallSequences, batch_size: int = 256, desc: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(rows, probabilities): the table row of every real position and its predicted distribution;
     with `desc`, a bar over the batches on a terminal."""
     model.eval()
@@ -41,8 +52,13 @@ def sequence_probabilities(model: CricketTransformer | Ensemble, sequences: Ball
     return np.concatenate(rows), np.concatenate(probs)
 
 
-def score_deliveries(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                     batch_size: int = 256, desc: str | None = None) -> pd.DataFrame:
+def score_deliveries(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    batch_size: int = 256,
+    desc: str | None = None,
+) -> pd.DataFrame:
     """One row per delivery of every regular innings (super overs are not modelled), in table order,
     with `PROB_COLUMNS` (each row sums to 1) and `expected_runs`."""
     d = deliveries.reset_index(drop=True)

@@ -35,8 +35,12 @@ def strength(text: str) -> float:
     return value
 
 
-def fit_offsets(probs: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, strength: float = STRENGTH,
-                start: np.ndarray | None = None) -> np.ndarray:
+def fit_offsets(
+    probs: np.ndarray | torch.Tensor,
+    labels: np.ndarray | torch.Tensor,
+    strength: float = STRENGTH,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
     """Class offsets b (C,) minimising the summed log loss of softmax(log(probs) + b) on `labels` (probs:
     (N, C), positive) plus `strength` * |b|^2, by Newton's method from `start` (zeros by default), halving
     a step that does not lower the loss. The problem is convex with C unknowns, so a start near the answer
@@ -99,8 +103,12 @@ def with_offsets(scored: pd.DataFrame, offsets: dict[str, np.ndarray]) -> pd.Dat
     return scored.assign(**{c: moved[:, i] for i, c in enumerate(PROB_COLUMNS)})
 
 
-def balls_since(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                scored: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.Series]:
+def balls_since(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    scored: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.Series]:
     """The model's scored balls of every match in `deliveries` played after its training seasons (match_id as
     text, batter, bowler, outcome and the class probabilities), and those matches' dates by match_id; the
     matches of `scored` (balls the model has scored already) are not scored again."""
@@ -122,17 +130,27 @@ def balls_since(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, 
     return balls, dates
 
 
-def recent_offsets(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                   strength: float = STRENGTH, scored: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+def recent_offsets(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    strength: float = STRENGTH,
+    scored: pd.DataFrame | None = None,
+) -> dict[str, np.ndarray]:
     """By match_id (as text), the offsets of every match in `deliveries` played after the model's
     training seasons, from the model's own predictions for the balls of those matches (`balls_since`)."""
     balls, dates = balls_since(model, encoder, deliveries, scored)
     return match_offsets(balls, dates, strength) if len(balls) else {}
 
 
-def since_training(model: CricketTransformer | Ensemble, encoder: SequenceEncoder, deliveries: pd.DataFrame,
-                   strength: float, form: bool, scored: pd.DataFrame | None = None
-                   ) -> tuple[dict[str, np.ndarray] | None, PlayerForm | None]:
+def since_training(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    strength: float,
+    form: bool,
+    scored: pd.DataFrame | None = None,
+) -> tuple[dict[str, np.ndarray] | None, PlayerForm | None]:
     """What the matches of `deliveries` since the model's training seasons teach, from one scoring of their
     balls: each match's class offsets (the league's recent level; None when `strength` is 0) and the
     players' form (`cricket_attn.scoring.form`; None unless `form`)."""

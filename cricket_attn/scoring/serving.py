@@ -56,7 +56,9 @@ def from_checkpoint(path: str | Path) -> TrainedModel:
     model, ckpt = load_model(path)
     state = ckpt.get("CricketDataModule", {})
     if "encoder" not in state:
-        raise CheckpointError(f"{path}: the checkpoint has no fitted data encoder (was it saved by cricket-attn-train?)")
+        raise CheckpointError(
+            f"{path}: the checkpoint has no fitted data encoder (was it saved by cricket-attn-train?)"
+        )
     try:
         encoder = SequenceEncoder.from_dict(state["encoder"])
     except ValueError as err:
@@ -74,8 +76,10 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=ref))
-    except Exception as err:  # noqa: BLE001 - a missing run, model or alias: one line, naming the URI
-        raise CheckpointError(f"{ref}: no such MLflow model ({type(err).__name__}: {str(err).splitlines()[0]})") from None
+    except Exception as err:  # a missing run, model or alias: one line, naming the URI
+        raise CheckpointError(
+            f"{ref}: no such MLflow model ({type(err).__name__}: {str(err).splitlines()[0]})"
+        ) from None
     try:
         flavor = mlflow.models.Model.load(str(folder)).flavors["python_function"]
         path = folder / flavor["artifacts"][CHECKPOINT_ARTIFACT]["path"]
@@ -86,8 +90,13 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
     return trained
 
 
-def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, example_scored: pd.DataFrame,
-              registered_name: str | None = None):
+def log_model(
+    run_id: str,
+    checkpoint: str | Path,
+    example: pd.DataFrame,
+    example_scored: pd.DataFrame,
+    registered_name: str | None = None,
+):
     """Log the checkpoint as the run's `model` (pyfunc over a deliveries table), with the signature of
     `example` and what the model made of it (`example_scored`, so the checkpoint is not loaded again)."""
     import mlflow
@@ -103,7 +112,11 @@ def log_model(run_id: str, checkpoint: str | Path, example: pd.DataFrame, exampl
         signature = infer_signature(plain_types(example), plain_types(example_scored))
     with mlflow.start_run(run_id=run_id):
         return mlflow.pyfunc.log_model(
-            name="model", python_model=str(Path(__file__).with_name("mlflow_model.py")), artifacts={CHECKPOINT_ARTIFACT: str(checkpoint)},
-            signature=signature, input_example=plain_types(example), registered_model_name=registered_name,
+            name="model",
+            python_model=str(Path(__file__).with_name("mlflow_model.py")),
+            artifacts={CHECKPOINT_ARTIFACT: str(checkpoint)},
+            signature=signature,
+            input_example=plain_types(example),
+            registered_model_name=registered_name,
             pip_requirements=["cricket_attn", "torch", "pandas", "pytorch-lightning", "mlflow"],
         )

@@ -37,8 +37,18 @@ def over_start_states(deliveries: pd.DataFrame, matches: pd.DataFrame) -> pd.Dat
     first = ~d.duplicated(["match_id", "innings", "over"])
     out = d.loc[first, ["match_id", "season", "innings", "over", "delivery_index", "batting_team"]].copy()
     out["match_id"] = out["match_id"].astype(str)
-    for c in ("runs_before", "wickets_before", "legal_balls_before", "balls_left", "run_rate", "runs_needed",
-              "target", "last6_runs", "last6_wickets", "season_index"):
+    for c in (
+        "runs_before",
+        "wickets_before",
+        "legal_balls_before",
+        "balls_left",
+        "run_rate",
+        "runs_needed",
+        "target",
+        "last6_runs",
+        "last6_wickets",
+        "season_index",
+    ):
         out[c] = state.loc[first, c].to_numpy()
     out["chase"] = d.loc[first, "target_runs"].notna().to_numpy()
     totals = d.groupby(["match_id", "innings"], observed=True)["runs_total"].sum()
@@ -46,7 +56,9 @@ def over_start_states(deliveries: pd.DataFrame, matches: pd.DataFrame) -> pd.Dat
     result = matches.assign(match_id=matches["match_id"].astype(str)).set_index("match_id")
     winner = out["match_id"].map(result["winner"])
     outcome = out["match_id"].map(result["result"])
-    won = np.where(outcome.eq("tie"), 0.5, np.where(winner.isna(), np.nan, (winner == out["batting_team"]).astype(float)))
+    won = np.where(
+        outcome.eq("tie"), 0.5, np.where(winner.isna(), np.nan, (winner == out["batting_team"]).astype(float))
+    )
     out["won"] = np.where(out["chase"], won, np.nan)
     return out.reset_index(drop=True)
 
@@ -55,12 +67,30 @@ def chase_features(s: pd.DataFrame) -> np.ndarray:
     needed = s["runs_needed"].to_numpy(dtype=float)
     balls = s["balls_left"].to_numpy(dtype=float)
     wickets = 10 - s["wickets_before"].to_numpy(dtype=float)
-    return np.column_stack([needed, balls, wickets, np.log1p(np.maximum(needed, 0)), np.log1p(balls),
-                            np.log1p(wickets), needed / np.maximum(balls, 1) * 6, needed / (wickets + 1)])
+    return np.column_stack(
+        [
+            needed,
+            balls,
+            wickets,
+            np.log1p(np.maximum(needed, 0)),
+            np.log1p(balls),
+            np.log1p(wickets),
+            needed / np.maximum(balls, 1) * 6,
+            needed / (wickets + 1),
+        ]
+    )
 
 
-TOTAL_FEATURES = ("runs_before", "wickets_before", "legal_balls_before", "balls_left", "run_rate", "last6_runs",
-                  "last6_wickets", "season_index")
+TOTAL_FEATURES = (
+    "runs_before",
+    "wickets_before",
+    "legal_balls_before",
+    "balls_left",
+    "run_rate",
+    "last6_runs",
+    "last6_wickets",
+    "season_index",
+)
 
 
 class Baselines:
@@ -73,8 +103,9 @@ class Baselines:
         first = train[~train["chase"]]
         X, y = first[list(TOTAL_FEATURES)].to_numpy(dtype=float), first["total"].to_numpy(dtype=float)
         self.total = HistGradientBoostingRegressor(random_state=seed).fit(X, y)
-        self.bounds = [HistGradientBoostingRegressor(loss="quantile", quantile=q, random_state=seed).fit(X, y)
-                       for q in QUANTILES]
+        self.bounds = [
+            HistGradientBoostingRegressor(loss="quantile", quantile=q, random_state=seed).fit(X, y) for q in QUANTILES
+        ]
 
     def win_probability(self, s: pd.DataFrame) -> np.ndarray:
         return self.win.predict_proba(chase_features(s))[:, 1]
@@ -82,20 +113,32 @@ class Baselines:
     def totals(self, s: pd.DataFrame) -> dict[str, np.ndarray]:
         X = s[list(TOTAL_FEATURES)].to_numpy(dtype=float)
         rate = s["runs_before"] / s["legal_balls_before"].clip(lower=1)
-        return {"gbm": self.total.predict(X), "gbm_q10": self.bounds[0].predict(X), "gbm_q90": self.bounds[1].predict(X),
-                "run_rate": (s["runs_before"] + rate * s["balls_left"]).to_numpy()}
+        return {
+            "gbm": self.total.predict(X),
+            "gbm_q10": self.bounds[0].predict(X),
+            "gbm_q90": self.bounds[1].predict(X),
+            "run_rate": (s["runs_before"] + rate * s["balls_left"]).to_numpy(),
+        }
 
 
-def simulate_snapshots(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, states: pd.DataFrame,
-                       n: int, seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def simulate_snapshots(
+    sim: Simulator,
+    deliveries: pd.DataFrame,
+    matches: pd.DataFrame,
+    states: pd.DataFrame,
+    n: int,
+    seed: int = 0,
+    levels: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """`states` (rows of `over_start_states`) with the simulator's `sim_win` (chases) or `sim_total`,
     `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each. With
     `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets."""
     generator = torch.Generator().manual_seed(seed)
     by_match = dict(iter(deliveries.groupby(deliveries["match_id"].astype(str), sort=False, observed=True)))
     out = []
-    for (match_id, number), wanted in progress.track(list(states.groupby(["match_id", "innings"], sort=False)),
-                                                     "simulating states", unit="innings"):
+    for (match_id, number), wanted in progress.track(
+        list(states.groupby(["match_id", "innings"], sort=False)), "simulating states", unit="innings"
+    ):
         ctx = MatchContext.of(by_match[match_id], matches)
         here = sim.for_match(levels, match_id)
         points = ctx.points(here, number, wanted["delivery_index"].tolist())
@@ -116,9 +159,10 @@ def win_report(chases: pd.DataFrame, n: int) -> pd.DataFrame:
     """Brier, log loss, ECE and bias of the simulator and the logistic baseline, over all over starts and at
     each checkpoint, with the paired Brier difference (simulator - baseline) and its interval by match."""
     rows = []
-    for label, part in [("all over starts", chases),
-                        *((f"after {k} overs" if k else "chase start", chases[chases["over"] == k])
-                          for k in CHASE_CHECKPOINTS)]:
+    for label, part in [
+        ("all over starts", chases),
+        *((f"after {k} overs" if k else "chase start", chases[chases["over"] == k]) for k in CHASE_CHECKPOINTS),
+    ]:
         y = part["won"].to_numpy()
         row = {"states": label, "n": len(part), "matches": part["match_id"].nunique()}
         for name, col in (("simulator", "sim_win"), ("logistic", "baseline_win")):
@@ -141,19 +185,36 @@ def total_report(first: pd.DataFrame) -> pd.DataFrame:
     for k in TOTAL_CHECKPOINTS:
         part = first[first["over"] == k]
         y = part["total"].to_numpy()
-        err = {name: np.abs(part[col].to_numpy() - y) for name, col in
-               (("simulator", "sim_total"), ("gbm", "gbm"), ("run_rate", "run_rate"))}
+        err = {
+            name: np.abs(part[col].to_numpy() - y)
+            for name, col in (("simulator", "sim_total"), ("gbm", "gbm"), ("run_rate", "run_rate"))
+        }
         boot = match_bootstrap(err["simulator"] - err["gbm"], part["match_id"])
-        rows.append({"after_overs": k, "innings": len(part), **{f"{name}_mae": e.mean() for name, e in err.items()},
-                     "simulator_coverage": ((part["sim_q10"] <= y) & (y <= part["sim_q90"])).mean(),
-                     "gbm_coverage": ((part["gbm_q10"] <= y) & (y <= part["gbm_q90"])).mean(),
-                     "mae_diff": boot["diff"], "mae_diff_low": boot["ci_low"], "mae_diff_high": boot["ci_high"]})
+        rows.append(
+            {
+                "after_overs": k,
+                "innings": len(part),
+                **{f"{name}_mae": e.mean() for name, e in err.items()},
+                "simulator_coverage": ((part["sim_q10"] <= y) & (y <= part["sim_q90"])).mean(),
+                "gbm_coverage": ((part["gbm_q10"] <= y) & (y <= part["gbm_q90"])).mean(),
+                "mae_diff": boot["diff"],
+                "mae_diff_low": boot["ci_low"],
+                "mae_diff_high": boot["ci_high"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, train_until: int,
-             test_seasons: list[int], n: int, seed: int = 0,
-             levels: dict[str, np.ndarray] | None = None) -> dict[str, pd.DataFrame | int]:
+def evaluate(
+    sim: Simulator,
+    deliveries: pd.DataFrame,
+    matches: pd.DataFrame,
+    train_until: int,
+    test_seasons: list[int],
+    n: int,
+    seed: int = 0,
+    levels: dict[str, np.ndarray] | None = None,
+) -> dict[str, pd.DataFrame | int]:
     """The simulator and the baselines on the test seasons' chases (every over start) and first innings
     (after 6, 10 and 15 overs); the baselines fitted on the seasons up to `train_until`; `levels` as for
     `simulate_snapshots`."""
@@ -170,6 +231,11 @@ def evaluate(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame, tr
     first = simulated[~simulated["chase"]].copy()
     for name, values in baselines.totals(first).items():
         first[name] = values
-    return {"win": win_report(chases, n), "totals": total_report(first), "chases": chases, "first": first,
-            "reliability": binary_reliability(chases["sim_win"].to_numpy(), chases["won"].to_numpy(), WIN_BINS),
-            "no_result_matches": int(no_result)}
+    return {
+        "win": win_report(chases, n),
+        "totals": total_report(first),
+        "chases": chases,
+        "first": first,
+        "reliability": binary_reliability(chases["sim_win"].to_numpy(), chases["won"].to_numpy(), WIN_BINS),
+        "no_result_matches": int(no_result),
+    }

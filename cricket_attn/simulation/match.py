@@ -21,10 +21,24 @@ from cricket_attn.simulation.state import InningsSetup, InningsState, replay, sq
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 PROJECTION_COLUMNS = (
-    "match_id", "innings", "batting_team", "delivery_index", "over", "ball", "runs", "wickets", "legal_balls",
-    "target", "projected_total", "projected_total_q10", "projected_total_q50", "projected_total_q90",
-    "win_probability", "win_probability_se", "sims",
-)  # fmt: skip
+    "match_id",
+    "innings",
+    "batting_team",
+    "delivery_index",
+    "over",
+    "ball",
+    "runs",
+    "wickets",
+    "legal_balls",
+    "target",
+    "projected_total",
+    "projected_total_q10",
+    "projected_total_q50",
+    "projected_total_q90",
+    "win_probability",
+    "win_probability_se",
+    "sims",
+)
 
 
 @dataclass
@@ -49,12 +63,15 @@ def check_innings(innings: pd.DataFrame, setup: InningsSetup, match_id: str, num
         raise StateError(f"match {match_id}: innings {number}: wicket_count adds up to {wickets} wickets (at most 10)")
     if setup.chase != (number == 2):
         field = "target_runs" if number == 2 else "target_runs (set on the first innings)"
-        raise StateError(f"match {match_id}: innings {number}: {field}: "
-                         f"{'a chase without a target' if number == 2 else 'a first innings with a target'}")
+        raise StateError(
+            f"match {match_id}: innings {number}: {field}: "
+            f"{'a chase without a target' if number == 2 else 'a first innings with a target'}"
+        )
     legal = int(innings["is_legal"].sum())
     if legal > setup.balls + setup.balls_per_over:
-        raise StateError(f"match {match_id}: innings {number}: is_legal: {legal} legal balls in an innings of "
-                         f"{setup.balls}")
+        raise StateError(
+            f"match {match_id}: innings {number}: is_legal: {legal} legal balls in an innings of {setup.balls}"
+        )
 
 
 def over_starts(innings: pd.DataFrame) -> list[int]:
@@ -63,8 +80,9 @@ def over_starts(innings: pd.DataFrame) -> list[int]:
     return [0, *np.flatnonzero(over[1:] != over[:-1]) + 1] if len(over) else []
 
 
-def innings_points(sim: Simulator, setup: InningsSetup, innings: pd.DataFrame, indexes: list[int],
-                   target: float | None) -> list[Point]:
+def innings_points(
+    sim: Simulator, setup: InningsSetup, innings: pd.DataFrame, indexes: list[int], target: float | None
+) -> list[Point]:
     """One-simulation states of a real innings before each delivery in `indexes` (len(innings): after all)."""
     wanted = set(indexes)
     points = []
@@ -79,14 +97,30 @@ def innings_points(sim: Simulator, setup: InningsSetup, innings: pd.DataFrame, i
     return points
 
 
-def chase_setup(first: InningsSetup, chase: pd.DataFrame, matches: pd.DataFrame | None, match_id,
-                batting_team: str, bowling_team: str, balls: int) -> InningsSetup:
+def chase_setup(
+    first: InningsSetup,
+    chase: pd.DataFrame,
+    matches: pd.DataFrame | None,
+    match_id,
+    batting_team: str,
+    bowling_team: str,
+    balls: int,
+) -> InningsSetup:
     """The second innings' setup: from its deliveries if it has begun, else from the listed sides."""
     if len(chase):
         return InningsSetup.from_table(chase, matches)
     batting, bowling = squads(matches, match_id, batting_team, bowling_team)
-    return InningsSetup(batting, bowling, first.venue, first.season, first.match_type, first.balls_per_over,
-                        balls, chase=True, date=first.date)
+    return InningsSetup(
+        batting,
+        bowling,
+        first.venue,
+        first.season,
+        first.match_type,
+        first.balls_per_over,
+        balls,
+        chase=True,
+        date=first.date,
+    )
 
 
 def chase_outcome(end: InningsEnd, target: torch.Tensor) -> torch.Tensor:
@@ -95,8 +129,16 @@ def chase_outcome(end: InningsEnd, target: torch.Tensor) -> torch.Tensor:
     return torch.where(runs >= target, 1.0, torch.where(runs == target - 1, 0.5, 0.0))
 
 
-def simulate_points(sim: Simulator, points: list[Point], innings: pd.DataFrame, team: str, date, n: int,
-                    generator: torch.Generator, bowlers: BowlerChoice | None = None) -> InningsEnd:
+def simulate_points(
+    sim: Simulator,
+    points: list[Point],
+    innings: pd.DataFrame,
+    team: str,
+    date,
+    n: int,
+    generator: torch.Generator,
+    bowlers: BowlerChoice | None = None,
+) -> InningsEnd:
     """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors);
     `bowlers` replaces the bowler rule (a "what if")."""
     caches = sim.encode_innings(innings, points[0].state.setup)
@@ -153,16 +195,26 @@ class MatchContext:
         return next((k for k in (1, 2) if self.is_open(k)), None)
 
     def points(self, sim: Simulator, number: int, indexes: list[int]) -> list[Point]:
-        return innings_points(sim, self.setups[number], self.innings[number], indexes,
-                              self.target() if number == 2 else None)
+        return innings_points(
+            sim, self.setups[number], self.innings[number], indexes, self.target() if number == 2 else None
+        )
 
-    def simulate(self, sim: Simulator, number: int, points: list[Point], n: int, generator: torch.Generator,
-                 bowlers: BowlerChoice | None = None, then_chase: bool = True) -> tuple[InningsEnd, torch.Tensor | None]:
+    def simulate(
+        self,
+        sim: Simulator,
+        number: int,
+        points: list[Point],
+        n: int,
+        generator: torch.Generator,
+        bowlers: BowlerChoice | None = None,
+        then_chase: bool = True,
+    ) -> tuple[InningsEnd, torch.Tensor | None]:
         """From points of innings `number`: how each simulated innings ended, and each simulation's result
         for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too
         (None without `then_chase`)."""
-        end = simulate_points(sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator,
-                              bowlers)
+        end = simulate_points(
+            sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator, bowlers
+        )
         if number == 2:
             return end, chase_outcome(end, torch.tensor(self.target(), dtype=torch.float64))
         if not then_chase:
@@ -173,8 +225,14 @@ class MatchContext:
         return end, chase_outcome(sim.roll(chasing, sim.new_caches(), rule, generator), target)
 
 
-def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
-                  seed: int = 0, every_ball: bool = False) -> pd.DataFrame:
+def project_match(
+    sim: Simulator,
+    deliveries: pd.DataFrame,
+    matches: pd.DataFrame | None = None,
+    n: int = 100,
+    seed: int = 0,
+    every_ball: bool = False,
+) -> pd.DataFrame:
     """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point."""
     if deliveries[~deliveries["is_super_over"].astype(bool)].empty:
         return pd.DataFrame(columns=list(PROJECTION_COLUMNS))
@@ -191,8 +249,17 @@ def project_match(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFram
         points = ctx.points(sim, number, chosen)
         if points:
             end, wins = ctx.simulate(sim, number, points, n, generator)
-            rows += _projection_rows(points, inn, ctx.match_id, number, ctx.teams[number], end, wins, n,
-                          ctx.target() if number == 2 else None)
+            rows += _projection_rows(
+                points,
+                inn,
+                ctx.match_id,
+                number,
+                ctx.teams[number],
+                end,
+                wins,
+                n,
+                ctx.target() if number == 2 else None,
+            )
     return pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
 
 
@@ -214,8 +281,9 @@ class ForcedOver(BowlerChoice):
         return p
 
 
-def next_over_bowler_choices(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
-                      seed: int = 0) -> pd.DataFrame:
+def next_over_bowler_choices(
+    sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100, seed: int = 0
+) -> pd.DataFrame:
     """For a match in progress: the chasing side's win probability (and the batting side's projected total)
     under each player the fielding side may give the next over to, with the Monte Carlo standard error.
     Every choice is simulated with the same seed: they are compared on the same random draws."""
@@ -234,8 +302,14 @@ def next_over_bowler_choices(sim: Simulator, deliveries: pd.DataFrame, matches: 
         if slot >= len(setup.bowling):
             continue  # an unlisted player's place
         forced = ForcedOver(rule.weights, rule.quota, over=next_over, bowler=slot)
-        rows.append({"bowler": setup.bowling[slot], "overs_bowled": int(state.bowler_overs[0, slot]),
-                     "over": next_over + 1, **_what_if(sim, ctx, number, point, n, seed, forced)})
+        rows.append(
+            {
+                "bowler": setup.bowling[slot],
+                "overs_bowled": int(state.bowler_overs[0, slot]),
+                "over": next_over + 1,
+                **_what_if(sim, ctx, number, point, n, seed, forced),
+            }
+        )
     # Best first for the fielding side: the chasing side's lowest chance when it bats, its highest when it bowls.
     return pd.DataFrame(rows).sort_values("win_probability", ascending=number == 2, ignore_index=True)
 
@@ -249,12 +323,14 @@ def with_next_batter(setup: InningsSetup, innings: pd.DataFrame, player: str) ->
     if player in batted:
         raise StateError(f"batter {player!r} has batted already (or opens the innings)")
     waiting = [p for p in setup.batting if p not in batted]
-    return replace(setup, batting=[p for p in setup.batting if p in batted] + [player] +
-                   [p for p in waiting if p != player])
+    return replace(
+        setup, batting=[p for p in setup.batting if p in batted] + [player] + [p for p in waiting if p != player]
+    )
 
 
-def next_batter_choices(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100,
-                 seed: int = 0) -> pd.DataFrame:
+def next_batter_choices(
+    sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None = None, n: int = 100, seed: int = 0
+) -> pd.DataFrame:
     """For a match in progress: the chasing side's win probability (and the batting side's projected total)
     with each player yet to bat as the next to come in, with the Monte Carlo standard error; `position` is
     his place among those waiting in the batting order (1: the one the order sends in). Same seed for each."""
@@ -295,13 +371,16 @@ def _batted(setup: InningsSetup, innings: pd.DataFrame) -> set[str]:
     return {*innings["batter"].astype(str), *innings["non_striker"].astype(str)}
 
 
-def _what_if(sim: Simulator, ctx: MatchContext, number: int, point: Point, n: int, seed: int,
-             bowlers: BowlerChoice | None = None) -> dict:
+def _what_if(
+    sim: Simulator, ctx: MatchContext, number: int, point: Point, n: int, seed: int, bowlers: BowlerChoice | None = None
+) -> dict:
     """n simulations from one point: the chasing side's win probability, its standard error, the projected total."""
     end, wins = ctx.simulate(sim, number, [point], n, torch.Generator().manual_seed(seed), bowlers)
-    return {"win_probability": float(wins.mean()),
-            "win_probability_se": float(wins.std() / np.sqrt(n)) if n > 1 else float("nan"),
-            "projected_total": float(end.runs.double().mean())}
+    return {
+        "win_probability": float(wins.mean()),
+        "win_probability_se": float(wins.std() / np.sqrt(n)) if n > 1 else float("nan"),
+        "projected_total": float(end.runs.double().mean()),
+    }
 
 
 def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) -> bool:
@@ -309,11 +388,22 @@ def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) 
     if innings.empty:
         return False
     runs, wickets = innings["runs_total"].sum(), innings["wicket_count"].sum()
-    return bool(wickets >= MAX_WICKETS or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target))
+    return bool(
+        wickets >= MAX_WICKETS or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target)
+    )
 
 
-def _projection_rows(points: list[Point], innings: pd.DataFrame, match_id: str, number: int, team: str, end: InningsEnd,
-          wins: torch.Tensor, n: int, target: float | None) -> list[dict]:
+def _projection_rows(
+    points: list[Point],
+    innings: pd.DataFrame,
+    match_id: str,
+    number: int,
+    team: str,
+    end: InningsEnd,
+    wins: torch.Tensor,
+    n: int,
+    target: float | None,
+) -> list[dict]:
     totals = end.runs.double().view(len(points), n)
     wins = wins.view(len(points), n)
     out = []
@@ -321,16 +411,29 @@ def _projection_rows(points: list[Point], innings: pd.DataFrame, match_id: str, 
         s = p.state
         row = innings.iloc[p.index] if p.index < len(innings) else None
         # The state now: the next ball's over and number (a finished over's next ball opens the next over).
-        next_over, next_ball = ((int(s.over[0]) + 1, 1) if bool(s.over_complete()[0]) else
-                                (int(s.over[0]), int(s.legal_in_over[0]) + 1))
+        next_over, next_ball = (
+            (int(s.over[0]) + 1, 1) if bool(s.over_complete()[0]) else (int(s.over[0]), int(s.legal_in_over[0]) + 1)
+        )
         q = np.quantile(total.numpy(), QUANTILE_LEVELS)
-        out.append({
-            "match_id": match_id, "innings": number, "batting_team": team,
-            "delivery_index": p.index, "over": int(row["over"]) if row is not None else next_over,
-            "ball": int(row["ball_in_over"]) if row is not None else next_ball,
-            "runs": int(s.runs[0]), "wickets": int(s.wickets[0]), "legal_balls": int(s.legal[0]), "target": target,
-            "projected_total": float(total.mean()), "projected_total_q10": q[0], "projected_total_q50": q[1],
-            "projected_total_q90": q[2], "win_probability": float(win.mean()),
-            "win_probability_se": float(win.std() / np.sqrt(n)) if n > 1 else float("nan"), "sims": n,
-        })  # fmt: skip
+        out.append(
+            {
+                "match_id": match_id,
+                "innings": number,
+                "batting_team": team,
+                "delivery_index": p.index,
+                "over": int(row["over"]) if row is not None else next_over,
+                "ball": int(row["ball_in_over"]) if row is not None else next_ball,
+                "runs": int(s.runs[0]),
+                "wickets": int(s.wickets[0]),
+                "legal_balls": int(s.legal[0]),
+                "target": target,
+                "projected_total": float(total.mean()),
+                "projected_total_q10": q[0],
+                "projected_total_q50": q[1],
+                "projected_total_q90": q[2],
+                "win_probability": float(win.mean()),
+                "win_probability_se": float(win.std() / np.sqrt(n)) if n > 1 else float("nan"),
+                "sims": n,
+            }
+        )
     return out

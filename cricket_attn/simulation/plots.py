@@ -30,20 +30,36 @@ def plot_worm(projections: pd.DataFrame, deliveries: pd.DataFrame, path: str | P
     for number, inn in d.groupby("innings", observed=True):
         colour, team = COLOURS.get(number, "grey"), str(inn["batting_team"].iloc[0])
         legal = inn["legal_ball_index"].to_numpy() + inn["is_legal"].to_numpy(dtype=int)
-        ax.plot(np.r_[0, _overs(legal, bpo)], np.r_[0, inn["runs_total"].cumsum()], color=colour, linewidth=2,
-                label=f"{team}: {int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())}")
+        ax.plot(
+            np.r_[0, _overs(legal, bpo)],
+            np.r_[0, inn["runs_total"].cumsum()],
+            color=colour,
+            linewidth=2,
+            label=f"{team}: {int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())}",
+        )
         out = inn["wicket_count"].to_numpy() > 0
-        ax.scatter(_overs(legal[out], bpo), inn["runs_total"].cumsum().to_numpy()[out], color=colour, marker="x",
-                   zorder=3)
+        ax.scatter(
+            _overs(legal[out], bpo), inn["runs_total"].cumsum().to_numpy()[out], color=colour, marker="x", zorder=3
+        )
         p = projections[projections["innings"] == number]
         x = _overs(p["legal_balls"], bpo)
-        ax.fill_between(x, p["projected_total_q10"], p["projected_total_q90"], color=colour, alpha=0.15,
-                        step="post", label=f"projected total, 10-90% ({team})")
+        ax.fill_between(
+            x,
+            p["projected_total_q10"],
+            p["projected_total_q90"],
+            color=colour,
+            alpha=0.15,
+            step="post",
+            label=f"projected total, 10-90% ({team})",
+        )
         ax.step(x, p["projected_total"], where="post", color=colour, linestyle="--", linewidth=1)
         if number == 2 and len(p) and pd.notna(p["target"].iloc[0]):
             ax.axhline(p["target"].iloc[0], color="grey", linewidth=0.8, linestyle=":", label="target")
-    ax.set(xlabel="overs", ylabel="runs", title=f"Match {projections['match_id'].iloc[0]}: the worm and the "
-           "projected totals (x: wickets)")
+    ax.set(
+        xlabel="overs",
+        ylabel="runs",
+        title=f"Match {projections['match_id'].iloc[0]}: the worm and the projected totals (x: wickets)",
+    )
     ax.legend(fontsize=8, loc="upper left")
     return save_figure(fig, path)
 
@@ -73,13 +89,19 @@ def plot_win_probability(projections: pd.DataFrame, deliveries: pd.DataFrame, pa
             ax.axvline(at, color=COLOURS[number], linewidth=0.8, alpha=0.6)
     ax.axvline(shift[2], color="black", linewidth=1)
     ax.axhline(0.5, color="grey", linewidth=0.6, linestyle=":")
-    ax.set(xlabel="overs (first innings, then the chase); lines: wickets", ylabel=f"P({chasing} wins)", ylim=(0, 1),
-           title=f"Match {projections['match_id'].iloc[0]}: win probability of {chasing} (band: 2 s.e.)")
+    ax.set(
+        xlabel="overs (first innings, then the chase); lines: wickets",
+        ylabel=f"P({chasing} wins)",
+        ylim=(0, 1),
+        title=f"Match {projections['match_id'].iloc[0]}: win probability of {chasing} (band: 2 s.e.)",
+    )
     return save_figure(fig, path)
 
 
 def plot_match(projections: pd.DataFrame, deliveries: pd.DataFrame, folder: str | Path) -> list[Path]:
     """Both pictures of one match into `folder`: <match>-worm.png and <match>-win.png."""
     folder, match = Path(folder), str(projections["match_id"].iloc[0])
-    return [plot_worm(projections, deliveries, folder / f"{match}-worm.png"),
-            plot_win_probability(projections, deliveries, folder / f"{match}-win.png")]
+    return [
+        plot_worm(projections, deliveries, folder / f"{match}-worm.png"),
+        plot_win_probability(projections, deliveries, folder / f"{match}-win.png"),
+    ]

@@ -26,8 +26,14 @@ from cricket_attn.simulation.state import InningsSetup, InningsState
 MEASURES = ("runs", "wickets", "fours", "sixes")
 
 
-def simulate_from_the_start(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None, n: int,
-                            seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def simulate_from_the_start(
+    sim: Simulator,
+    deliveries: pd.DataFrame,
+    matches: pd.DataFrame | None,
+    n: int,
+    seed: int = 0,
+    levels: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """One row per regular innings of `deliveries`: its real MEASURES and the mean and standard deviation of
     n simulations of it from ball 0 (same batting order, bowlers by the rule, the chase's real target). With
     `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets, as the evaluation's do."""
@@ -42,10 +48,19 @@ def simulate_from_the_start(sim: Simulator, deliveries: pd.DataFrame, matches: p
         state = sim.start(setup, n, target)
         bowlers = BowlerChoice.for_innings(state, sim.usage, str(first["bowling_team"]), first["date"])
         end = sim.for_match(levels, match_id).roll(state, sim.new_caches(), bowlers, generator)
-        real = {"runs": inn["runs_total"].sum(), "wickets": inn["wicket_count"].sum(),
-                "fours": (inn["outcome"] == "4").sum(), "sixes": (inn["outcome"] == "6").sum()}
-        row = {"match_id": str(match_id), "innings": int(innings), "season": int(first["season"]),
-               "chase": setup.chase, "cut_short": end.cut_short}
+        real = {
+            "runs": inn["runs_total"].sum(),
+            "wickets": inn["wicket_count"].sum(),
+            "fours": (inn["outcome"] == "4").sum(),
+            "sixes": (inn["outcome"] == "6").sum(),
+        }
+        row = {
+            "match_id": str(match_id),
+            "innings": int(innings),
+            "season": int(first["season"]),
+            "chase": setup.chase,
+            "cut_short": end.cut_short,
+        }
         for m in MEASURES:
             values = getattr(end, m).double()
             row[f"real_{m}"] = float(real[m])
@@ -80,19 +95,27 @@ def class_values(deliveries: pd.DataFrame) -> pd.DataFrame:
     such delivery is worth (what the scorebook samples, e.g. a wide's runs with its fours and stumpings)."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)]
     grouped = d.groupby(pd.Categorical(d["outcome"], categories=OUTCOMES), observed=False)
-    return pd.DataFrame({"deliveries": grouped.size(), "runs": grouped["runs_total"].mean(),
-                         "wickets": grouped["wicket_count"].mean()}).rename_axis("outcome")
+    return pd.DataFrame(
+        {"deliveries": grouped.size(), "runs": grouped["runs_total"].mean(), "wickets": grouped["wicket_count"].mean()}
+    ).rename_axis("outcome")
 
 
 def extras_values(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
     """Each class's run value in the training seasons (the scorebook's) against the test seasons'."""
     a, b = class_values(train), class_values(test)
-    return pd.DataFrame({"outcome": a.index, "train_runs": a["runs"].to_numpy(), "test_runs": b["runs"].to_numpy(),
-                         "test_share": (b["deliveries"] / b["deliveries"].sum()).to_numpy()})
+    return pd.DataFrame(
+        {
+            "outcome": a.index,
+            "train_runs": a["runs"].to_numpy(),
+            "test_runs": b["runs"].to_numpy(),
+            "test_share": (b["deliveries"] / b["deliveries"].sum()).to_numpy(),
+        }
+    )
 
 
-def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFrame,
-                    levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def per_ball_levels(
+    sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFrame, levels: dict[str, np.ndarray] | None = None
+) -> pd.DataFrame:
     """Per season and innings (first, chase): runs and wickets per delivery, real against the model's
     expectation for the same deliveries, each predicted from the real balls before it and valued by the
     training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
@@ -108,15 +131,29 @@ def per_ball_levels(sim: Simulator, deliveries: pd.DataFrame, train: pd.DataFram
         scored = sim.form.tilt(scored, d.groupby(d["match_id"].astype(str))["date"].first())
     values = class_values(train)
     probs = scored[list(PROB_COLUMNS)].to_numpy()
-    frame = pd.DataFrame({"season": d["season"].to_numpy(), "chase": d["target_runs"].notna().to_numpy(),
-                          "innings_id": d["match_id"].astype(str) + "/" + d["innings"].astype(str),
-                          "real_runs": d["runs_total"].to_numpy(float), "model_runs": probs @ values["runs"].to_numpy(),
-                          "real_wickets": d["wicket_count"].to_numpy(float),
-                          "model_wickets": probs @ values["wickets"].to_numpy()})
-    out = frame.groupby(["season", "chase"]).agg(
-        innings=("innings_id", "nunique"), deliveries=("real_runs", "size"), real_runs=("real_runs", "mean"),
-        model_runs=("model_runs", "mean"), real_wickets=("real_wickets", "mean"),
-        model_wickets=("model_wickets", "mean")).reset_index()
+    frame = pd.DataFrame(
+        {
+            "season": d["season"].to_numpy(),
+            "chase": d["target_runs"].notna().to_numpy(),
+            "innings_id": d["match_id"].astype(str) + "/" + d["innings"].astype(str),
+            "real_runs": d["runs_total"].to_numpy(float),
+            "model_runs": probs @ values["runs"].to_numpy(),
+            "real_wickets": d["wicket_count"].to_numpy(float),
+            "model_wickets": probs @ values["wickets"].to_numpy(),
+        }
+    )
+    out = (
+        frame.groupby(["season", "chase"])
+        .agg(
+            innings=("innings_id", "nunique"),
+            deliveries=("real_runs", "size"),
+            real_runs=("real_runs", "mean"),
+            model_runs=("model_runs", "mean"),
+            real_wickets=("real_wickets", "mean"),
+            model_wickets=("model_wickets", "mean"),
+        )
+        .reset_index()
+    )
     per_innings = out["deliveries"] / out["innings"]
     out["runs_gap_per_innings"] = (out["model_runs"] - out["real_runs"]) * per_innings
     out["wickets_gap_per_innings"] = (out["model_wickets"] - out["real_wickets"]) * per_innings
@@ -145,18 +182,28 @@ def bowler_rule_fit(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFr
         state.bowler_overs[torch.arange(state.n), real] -= 1
         eligible = state.bowler_overs < rule.quota  # from the second over on there is always a last bowler
         eligible[torch.arange(state.n), state.last_bowler] = False
-        eligible[:, len(setup.bowling):] = False
+        eligible[:, len(setup.bowling) :] = False
         p = rule.probabilities(state)
         took = p[torch.arange(state.n), real]
-        rows.append(pd.DataFrame({
-            "season": int(first["season"]), "ruled_out": (took == 0).numpy(),
-            "log_lik": torch.log(took.clamp(min=1e-12)).numpy(),
-            "even_log_lik": -torch.log(eligible.sum(1).clamp(min=1).double()).numpy(),
-            "likeliest": (p.argmax(1) == real).numpy()}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "season": int(first["season"]),
+                    "ruled_out": (took == 0).numpy(),
+                    "log_lik": torch.log(took.clamp(min=1e-12)).numpy(),
+                    "even_log_lik": -torch.log(eligible.sum(1).clamp(min=1).double()).numpy(),
+                    "likeliest": (p.argmax(1) == real).numpy(),
+                }
+            )
+        )
     frame = pd.concat(rows, ignore_index=True)
     kept = frame[~frame["ruled_out"]]
-    out = kept.groupby("season").agg(overs=("log_lik", "size"), rule_log_lik=("log_lik", "mean"),
-                                     even_log_lik=("even_log_lik", "mean"), likeliest_bowled=("likeliest", "mean"))
+    out = kept.groupby("season").agg(
+        overs=("log_lik", "size"),
+        rule_log_lik=("log_lik", "mean"),
+        even_log_lik=("even_log_lik", "mean"),
+        likeliest_bowled=("likeliest", "mean"),
+    )
     out["ruled_out"] = frame.groupby("season")["ruled_out"].sum()
     return out.reset_index()
 
@@ -182,8 +229,15 @@ def real_bowlers(rule: BowlerChoice, setup: InningsSetup, innings: pd.DataFrame)
     return BowlerChoice(weights, rule.quota)
 
 
-def who_plays(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | None, overs=(6, 10, 15),
-              n: int = 50, seed: int = 0, levels: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def who_plays(
+    sim: Simulator,
+    deliveries: pd.DataFrame,
+    matches: pd.DataFrame | None,
+    overs=(6, 10, 15),
+    n: int = 50,
+    seed: int = 0,
+    levels: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Per first innings of `deliveries` and point (the start of each of `overs`, 0-based): the real total and
     the mean of n simulations to the end of the innings each of the WAYS: the rules for who bowls and who
     comes in, the real bowler of every over the real innings reached, the real batting order, both. Every way
@@ -212,8 +266,15 @@ def who_plays(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFrame | 
             found[way] = end.runs.double().view(len(points), n).mean(1)
         total = float(inn["runs_total"].sum())
         for j, (k, _) in enumerate(chosen):
-            rows.append({"match_id": str(match_id), "season": int(first["season"]), "after_overs": k, "total": total,
-                         **{way: float(found[way][j]) for way in WAYS}})
+            rows.append(
+                {
+                    "match_id": str(match_id),
+                    "season": int(first["season"]),
+                    "after_overs": k,
+                    "total": total,
+                    **{way: float(found[way][j]) for way in WAYS},
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -221,6 +282,12 @@ def who_plays_table(per_point: pd.DataFrame) -> pd.DataFrame:
     """Per season and point: innings, and each way's bias (projected - real) and mean absolute error."""
     errors = per_point[list(WAYS)].sub(per_point["total"], axis=0)
     grouped = errors.groupby([per_point["season"], per_point["after_overs"]])
-    out = pd.concat([grouped.size().rename("innings"), grouped.mean().add_suffix("_bias"),
-                     grouped.agg(lambda e: e.abs().mean()).add_suffix("_mae")], axis=1)
+    out = pd.concat(
+        [
+            grouped.size().rename("innings"),
+            grouped.mean().add_suffix("_bias"),
+            grouped.agg(lambda e: e.abs().mean()).add_suffix("_mae"),
+        ],
+        axis=1,
+    )
     return out.reset_index()

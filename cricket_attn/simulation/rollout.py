@@ -65,25 +65,39 @@ class Simulator:
 
     def __post_init__(self):
         if self.encoder.first_innings:
-            raise ValueError("this model reads the first innings as context; the simulator's state does not give "
-                             "it that context yet (simulate with a model trained without it)")
+            raise ValueError(
+                "this model reads the first innings as context; the simulator's state does not give "
+                "it that context yet (simulate with a model trained without it)"
+            )
         if self.encoder.history_balls and self.encoder.histories is None:
-            raise ValueError("this model reads players' histories: attach them to its encoder "
-                             "(`attach_histories`, or `Simulator.build`)")
+            raise ValueError(
+                "this model reads players' histories: attach them to its encoder "
+                "(`attach_histories`, or `Simulator.build`)"
+            )
 
     @classmethod
-    def build(cls, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, phases: PhaseRules,
-              known: pd.DataFrame, spread: float = SPREAD, form: PlayerForm | None = None) -> Simulator:
+    def build(
+        cls,
+        model: CricketTransformer | Ensemble,
+        encoder: SequenceEncoder,
+        phases: PhaseRules,
+        known: pd.DataFrame,
+        spread: float = SPREAD,
+        form: PlayerForm | None = None,
+    ) -> Simulator:
         """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
         usage from all of them (each match reads only the matches before its own), `spread` and `form`."""
         if encoder.history_balls and encoder.histories is None:
             encoder.attach_histories(known)  # each match reads only the matches before its own
         seasons = known["season"].between(encoder.first_season, encoder.last_season)
         if not seasons.any():
-            raise ValueError(f"no known deliveries from the model's training seasons {encoder.first_season}-"
-                             f"{encoder.last_season} to fit the scorebook on")
-        return cls(model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread,
-                   form=form)
+            raise ValueError(
+                f"no known deliveries from the model's training seasons {encoder.first_season}-"
+                f"{encoder.last_season} to fit the scorebook on"
+            )
+        return cls(
+            model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread, form=form
+        )
 
     def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
         """This simulator with the match's class offsets (`cricket_attn.scoring.recent.recent_offsets`), if `levels`
@@ -122,8 +136,9 @@ class Simulator:
             self.log_probs(batch, caches)
         return caches
 
-    def log_probs(self, batch: dict[str, torch.Tensor], caches: list[SimulationCache],
-                  shift: torch.Tensor | None = None) -> torch.Tensor:
+    def log_probs(
+        self, batch: dict[str, torch.Tensor], caches: list[SimulationCache], shift: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(B, classes) the next ball's log-probabilities after feeding `batch` (B, T) into the caches, moved by
         the match's class offsets and each row's `shift` (B, classes), if any."""
         if isinstance(self.model, Ensemble):
@@ -146,10 +161,12 @@ class Simulator:
         if setup.date is None:
             raise ValueError("players' form needs the match's date (InningsSetup.date)")
         out = []
-        for role, side, slots in (("batter", setup.batting, len(state.batter_ids)),
-                                  ("bowler", setup.bowling, len(state.bowler_ids))):
+        for role, side, slots in (
+            ("batter", setup.batting, len(state.batter_ids)),
+            ("bowler", setup.bowling, len(state.bowler_ids)),
+        ):
             offsets = torch.zeros(slots, len(OUTCOMES))
-            offsets[:len(side)] = torch.as_tensor(self.form.offsets(role, side, setup.date), dtype=torch.float32)
+            offsets[: len(side)] = torch.as_tensor(self.form.offsets(role, side, setup.date), dtype=torch.float32)
             out.append(offsets)
         return out[0], out[1]
 
@@ -172,15 +189,23 @@ class Simulator:
         return tilted / tilted.sum(1, keepdim=True)
 
     @torch.no_grad()
-    def roll(self, state: InningsState, caches: list[SimulationCache], bowlers: BowlerChoice,
-             generator: torch.Generator | None = None, keep_states: bool = False):
+    def roll(
+        self,
+        state: InningsState,
+        caches: list[SimulationCache],
+        bowlers: BowlerChoice,
+        generator: torch.Generator | None = None,
+        keep_states: bool = False,
+    ):
         """Play every simulation of `state` to the end of its innings. `caches` hold the balls before the state
         (one row, shared, or one per simulation). Returns an InningsEnd, and with `keep_states` also each
         simulation's final state."""
         self.model.eval()
         n = state.n
-        ends = {name: torch.zeros(n, dtype=torch.long) for name in ("runs", "wickets", "legal", "deliveries", "fours",
-                                                                        "sixes")}
+        ends = {
+            name: torch.zeros(n, dtype=torch.long)
+            for name in ("runs", "wickets", "legal", "deliveries", "fours", "sixes")
+        }
         if caches[0].keys[0] is None:
             if int(state.deliveries.max()) > 0:
                 raise ValueError("the caches must hold the balls before the state")
@@ -190,8 +215,12 @@ class Simulator:
             if held not in (1, n):
                 raise ValueError(f"the caches hold {held} rows: give one (shared) or one per simulation ({n})")
             if held == 1:  # every simulation reads the one row's balls, held once
-                caches = [c.take_rows(torch.zeros(n, dtype=torch.long)) if c.shared is not None
-                          else c.share_rows(torch.full((n,), c.length)) for c in caches]
+                caches = [
+                    c.take_rows(torch.zeros(n, dtype=torch.long))
+                    if c.shared is not None
+                    else c.share_rows(torch.full((n,), c.length))
+                    for c in caches
+                ]
         # The players' and venue's rates are fixed per slot within the innings: their share of the numeric
         # layer is computed once, not at every ball (exact; about a third of a step's multiply-adds).
         by_slot = all([c.keep_rates(m, state.rates()) for m, c in zip(self.members, caches)])

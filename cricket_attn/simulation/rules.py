@@ -26,8 +26,10 @@ FIFTH_OF_THE_INNINGS = ("T20", "IT20", "ODI", "ODM")
 def quota_overs(match_type: str, balls: int, balls_per_over: int) -> int:
     """The most overs one bowler may bowl in an innings of `balls` legal balls."""
     if match_type not in FIFTH_OF_THE_INNINGS:
-        raise ValueError(f"match_type {match_type!r}: no bowling quota is known for this format "
-                         f"(known: {', '.join(FIFTH_OF_THE_INNINGS)})")
+        raise ValueError(
+            f"match_type {match_type!r}: no bowling quota is known for this format "
+            f"(known: {', '.join(FIFTH_OF_THE_INNINGS)})"
+        )
     return math.ceil(math.ceil(balls / balls_per_over) / 5)
 
 
@@ -41,10 +43,15 @@ class BowlingUsage:
     def build(cls, deliveries: pd.DataFrame) -> BowlingUsage:
         d = deliveries[~deliveries["is_super_over"].astype(bool)]
         first = d.drop_duplicates(["match_id", "innings", "over"])
-        overs = pd.DataFrame({"team": first["bowling_team"].astype(str).to_numpy(),
-                              "match_id": first["match_id"].astype(str).to_numpy(),
-                              "date": first["date"].to_numpy(), "over": first["over"].to_numpy(),
-                              "bowler": first["bowler"].astype(str).to_numpy()})
+        overs = pd.DataFrame(
+            {
+                "team": first["bowling_team"].astype(str).to_numpy(),
+                "match_id": first["match_id"].astype(str).to_numpy(),
+                "date": first["date"].to_numpy(),
+                "over": first["over"].to_numpy(),
+                "bowler": first["bowler"].astype(str).to_numpy(),
+            }
+        )
         return cls(overs)
 
     def counts(self, team: str, before, players: list[str], n_overs: int, matches: int = 10) -> np.ndarray:
@@ -56,8 +63,11 @@ class BowlingUsage:
         slot = {p: i for i, p in enumerate(players)}
         table = np.zeros((n_overs, len(players)))
         known = mine["bowler"].isin(slot) & (mine["over"] < n_overs)
-        np.add.at(table, (mine["over"][known].to_numpy(dtype=np.int64),
-                          mine["bowler"][known].map(slot).to_numpy(dtype=np.int64)), 1.0)
+        np.add.at(
+            table,
+            (mine["over"][known].to_numpy(dtype=np.int64), mine["bowler"][known].map(slot).to_numpy(dtype=np.int64)),
+            1.0,
+        )
         return table
 
 
@@ -69,15 +79,16 @@ class BowlerChoice:
     quota: int
 
     @classmethod
-    def for_innings(cls, state: InningsState, usage: BowlingUsage | None, team: str, date,
-                    matches: int = 10, floor: float = 0.05) -> BowlerChoice:
+    def for_innings(
+        cls, state: InningsState, usage: BowlingUsage | None, team: str, date, matches: int = 10, floor: float = 0.05
+    ) -> BowlerChoice:
         setup = state.setup
         quota = quota_overs(setup.match_type, setup.balls, setup.balls_per_over)
         n_overs = math.ceil(setup.balls / setup.balls_per_over) + 4
         slots = state.bowler_overs.size(1)
         counts = np.zeros((n_overs, slots))
         if usage is not None:
-            counts[:, :len(setup.bowling)] = usage.counts(team, date, setup.bowling, n_overs, matches)
+            counts[:, : len(setup.bowling)] = usage.counts(team, date, setup.bowling, n_overs, matches)
         smoothed = counts.copy()
         smoothed[1:] += 0.5 * counts[:-1]
         smoothed[:-1] += 0.5 * counts[1:]

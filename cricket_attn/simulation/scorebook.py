@@ -49,7 +49,9 @@ class Scorebook:
     @property
     def runs(self) -> torch.Tensor:
         """(classes,) the mean runs a delivery of each class is worth."""
-        total = sum(self.entries[:, ENTRY_FIELDS.index(f)] for f in ("runs_batter", "runs_wides", "runs_noballs", "runs_other"))
+        total = sum(
+            self.entries[:, ENTRY_FIELDS.index(f)] for f in ("runs_batter", "runs_wides", "runs_noballs", "runs_other")
+        )
         return self.probability @ total.to(torch.float64)
 
     def sample(self, outcome: torch.Tensor, generator: torch.Generator | None = None) -> Delivery:

@@ -46,15 +46,18 @@ class SimulationSummary(cli.CommandSummary):
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
 
     def counts(self) -> list[str]:
-        return [f"matches simulated:  {self.matches:,}",
-                f"states:             {self.states:,} ({self.sims:,} simulations each)"]
+        return [
+            f"matches simulated:  {self.matches:,}",
+            f"states:             {self.states:,} ({self.sims:,} simulations each)",
+        ]
 
     def __str__(self) -> str:
         return "\n\n".join([super().__str__(), *filter(None, self.choices)])
 
 
-def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace,
-                 question: str) -> str:
+def choice_table(
+    sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace, question: str
+) -> str:
     """A "what if" of a match in progress as text ('' for a finished match): `question` "bowler" (who bowls
     the next over) or "batter" (who comes in next)."""
     ctx = MatchContext.of(match, matches)
@@ -70,29 +73,56 @@ def choice_table(sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, arg
     else:
         table = next_batter_choices(sim, match, matches, n=args.sims, seed=args.seed)
         asked, note = "who comes in next?", "; position: his place in the batting order, 1 the next as listed"
-    head = (f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
-            f"{args.sims} simulations each, the same seed for every choice{note})")
+    head = (
+        f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
+        f"{args.sims} simulations each, the same seed for every choice{note})"
+    )
     return head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = cli.scoring_parser("cricket-attn-simulate", __doc__.split("\n")[0],
-                       "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
-                       "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
-                       "archive)", recent_level=STRENGTH)
-    p.add_argument("--sims", type=int, default=100, help="simulations per state (default 100; the standard "
-                   "error of a win probability is at most 0.5 / sqrt(sims), 0.05)")
+    p = cli.scoring_parser(
+        "cricket-attn-simulate",
+        __doc__.split("\n")[0],
+        "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
+        "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
+        "archive)",
+        recent_level=STRENGTH,
+    )
+    p.add_argument(
+        "--sims",
+        type=int,
+        default=100,
+        help="simulations per state (default 100; the standard "
+        "error of a win probability is at most 0.5 / sqrt(sims), 0.05)",
+    )
     p.add_argument("--every-ball", action="store_true", help="a state before every delivery, not every over")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--spread", type=strength, default=SPREAD, help="innings-level spread: each simulated innings "
-                   "runs hot or cold by its own draw (cricket_attn.simulation.rollout; default %(default)g, chosen on "
-                   "2024); 0: every ball from the model's distribution alone")
-    p.add_argument("--plots", type=Path, help="folder for each match's pictures: the worm against the projected "
-                   "total (<match>-worm.png) and the win probability (<match>-win.png)")
-    p.add_argument("--next-over-bowlers", action="store_true", help="for each match in progress, print the win "
-                   "probability under each bowler the fielding side may give the next over to")
-    p.add_argument("--next-batters", action="store_true", help="for each match in progress, print the win "
-                   "probability with each player yet to bat as the next to come in")
+    p.add_argument(
+        "--spread",
+        type=strength,
+        default=SPREAD,
+        help="innings-level spread: each simulated innings "
+        "runs hot or cold by its own draw (cricket_attn.simulation.rollout; default %(default)g, chosen on "
+        "2024); 0: every ball from the model's distribution alone",
+    )
+    p.add_argument(
+        "--plots",
+        type=Path,
+        help="folder for each match's pictures: the worm against the projected "
+        "total (<match>-worm.png) and the win probability (<match>-win.png)",
+    )
+    p.add_argument(
+        "--next-over-bowlers",
+        action="store_true",
+        help="for each match in progress, print the win "
+        "probability under each bowler the fielding side may give the next over to",
+    )
+    p.add_argument(
+        "--next-batters",
+        action="store_true",
+        help="for each match in progress, print the win probability with each player yet to bat as the next to come in",
+    )
     return p.parse_args(argv)
 
 
@@ -109,8 +139,10 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
-        raise ValueError(f"nothing to simulate in {', '.join(map(str, args.sources))}: "
-                         f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries")
+        raise ValueError(
+            f"nothing to simulate in {', '.join(map(str, args.sources))}: "
+            f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries"
+        )
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)
@@ -120,8 +152,16 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
     for match_id, match in progress.track(groups, "simulating matches", unit="match"):
         try:
-            frames.append(project_match(sim.for_match(levels, match_id), match, tables.matches, n=args.sims,
-                                        seed=args.seed, every_ball=args.every_ball))
+            frames.append(
+                project_match(
+                    sim.for_match(levels, match_id),
+                    match,
+                    tables.matches,
+                    n=args.sims,
+                    seed=args.seed,
+                    every_ball=args.every_ball,
+                )
+            )
         except ValueError as err:
             reason = str(err) if str(match_id) in str(err) else f"match {match_id}: {err}"
             if args.strict:
@@ -138,8 +178,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
         for match_id, match in simulated:
             try:
-                summary.choices.append(choice_table(sim.for_match(levels, match_id), match, tables.matches, args,
-                                                    question))
+                summary.choices.append(
+                    choice_table(sim.for_match(levels, match_id), match, tables.matches, args, question)
+                )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
     summary.unknown_batters, summary.unknown_bowlers = cli.unknown_players(trained.encoder, tables.deliveries)

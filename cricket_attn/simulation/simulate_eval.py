@@ -44,21 +44,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the embedded IPL archive)")
     p.add_argument("--matches", type=int, help="only the first N test matches (a quick look)")
     p.add_argument("--plots", type=int, default=3, help="matches drawn and logged (default 3)")
-    p.add_argument("--check-sims", type=int, default=40, help="simulations of each innings of the last training "
-                   "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)")
-    p.add_argument("--who-sims", type=int, default=0, help="simulations from each first innings of the last "
-                   "training season and the test seasons after 6, 10 and 15 overs, with the rules for who bowls and "
-                   "who comes in against the real bowlers and batting order (default 0: skip)")
+    p.add_argument(
+        "--check-sims",
+        type=int,
+        default=40,
+        help="simulations of each innings of the last training "
+        "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)",
+    )
+    p.add_argument(
+        "--who-sims",
+        type=int,
+        default=0,
+        help="simulations from each first innings of the last "
+        "training season and the test seasons after 6, 10 and 15 overs, with the rules for who bowls and "
+        "who comes in against the real bowlers and batting order (default 0: skip)",
+    )
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--spread", type=strength, default=SPREAD, help="innings-level spread of the simulations "
-                   "(cricket_attn.simulation.rollout; default %(default)g, chosen on 2024); 0: none")
-    p.add_argument("--recent-level", type=strength, default=STRENGTH, metavar="STRENGTH",
-                   help="learn the league's level from the matches since the model's training seasons played before "
-                   "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off")
-    p.add_argument("--form", action=argparse.BooleanOptionalAction, default=False,
-                   help="tilt each simulated ball by its batter's and bowler's form in the matches since the model's "
-                   "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)")
+    p.add_argument(
+        "--spread",
+        type=strength,
+        default=SPREAD,
+        help="innings-level spread of the simulations "
+        "(cricket_attn.simulation.rollout; default %(default)g, chosen on 2024); 0: none",
+    )
+    p.add_argument(
+        "--recent-level",
+        type=strength,
+        default=STRENGTH,
+        metavar="STRENGTH",
+        help="learn the league's level from the matches since the model's training seasons played before "
+        "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off",
+    )
+    p.add_argument(
+        "--form",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="tilt each simulated ball by its batter's and bowler's form in the matches since the model's "
+        "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)",
+    )
     p.add_argument("--data", default="ipl")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
@@ -74,8 +98,13 @@ def plot_reliability(table, path: Path, n: int) -> Path:
     fig, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
     ax.plot(table["forecast"], table["observed"], marker="o")
-    ax.set(xlabel="simulated win probability of the chasing side", ylabel="how often it won", xlim=(0, 1),
-           ylim=(0, 1), title=f"Chases, every over start ({n} simulations each)")
+    ax.set(
+        xlabel="simulated win probability of the chasing side",
+        ylabel="how often it won",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=f"Chases, every over start ({n} simulations each)",
+    )
     return save_figure(fig, path)
 
 
@@ -87,24 +116,38 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
     if args.matches:  # a quick look: only the chosen test matches
         shown = shown[shown["season"].isin(args.test)]
     why = {
-        "levels": ("Per delivery, real against the model (each ball predicted from the real balls before it, valued "
-                   "by the training seasons' class values; gap per innings: model minus real, times an innings' "
-                   "deliveries):", realism.per_ball_levels(sim, shown, train, levels)),
-        "extras": ("Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
-                   realism.extras_values(train, d[d["season"].isin(args.test)])),
-        "bowlers": ("The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
-                    "even: drawing evenly among those who may bowl it):", realism.bowler_rule_fit(sim, shown, matches)),
+        "levels": (
+            "Per delivery, real against the model (each ball predicted from the real balls before it, valued "
+            "by the training seasons' class values; gap per innings: model minus real, times an innings' "
+            "deliveries):",
+            realism.per_ball_levels(sim, shown, train, levels),
+        ),
+        "extras": (
+            "Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
+            realism.extras_values(train, d[d["season"].isin(args.test)]),
+        ),
+        "bowlers": (
+            "The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
+            "even: drawing evenly among those who may bowl it):",
+            realism.bowler_rule_fit(sim, shown, matches),
+        ),
     }
     if args.check_sims:
         per_innings = realism.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed, levels)
-        why["from_the_start"] = (f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
-                                 "each, the chase with its real target):", realism.season_table(per_innings))
+        why["from_the_start"] = (
+            f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
+            "each, the chase with its real target):",
+            realism.season_table(per_innings),
+        )
     if args.who_sims:
         per_point = realism.who_plays(sim, shown, matches, n=args.who_sims, seed=args.seed, levels=levels)
-        why["who_plays"] = (f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
-                            f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
-                            f"real batting order, and both ({args.who_sims} simulations from each state, the same draws "
-                            "for each):", realism.who_plays_table(per_point))
+        why["who_plays"] = (
+            f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
+            f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
+            f"real batting order, and both ({args.who_sims} simulations from each state, the same draws "
+            "for each):",
+            realism.who_plays_table(per_point),
+        )
     return why
 
 
@@ -125,7 +168,7 @@ def run(args: argparse.Namespace) -> str:
     if not test_ids:
         raise ValueError(f"--test {args.test}: no matches of these seasons in the data")
     if args.matches:
-        test_ids = test_ids[:args.matches]
+        test_ids = test_ids[: args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
     torch.set_grad_enabled(False)
     levels, form = since_training(trained.model, trained.encoder, d, args.recent_level, args.form)
@@ -135,39 +178,58 @@ def run(args: argparse.Namespace) -> str:
     why = causes(sim, d, tables.matches, args, levels)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    report = "\n\n".join([
-        f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
-        f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
-        f"{result['no_result_matches']} without a result left out)"
-        + (f"; the league's recent level learnt with strength {args.recent_level:g}" if levels else "")
-        + f"; innings-level spread {args.spread:g}" + ("; players' form" if sim.form else "") + ".",
-        "Chase win probability:\n\n" + markdown_table(result["win"], 4),
-        "First-innings total:\n\n" + markdown_table(result["totals"], 3),
-        "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
-        *(f"{title}\n\n{markdown_table(table, 3)}" for title, table in why.values()),
-    ])
+    report = "\n\n".join(
+        [
+            f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
+            f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
+            f"{result['no_result_matches']} without a result left out)"
+            + (f"; the league's recent level learnt with strength {args.recent_level:g}" if levels else "")
+            + f"; innings-level spread {args.spread:g}"
+            + ("; players' form" if sim.form else "")
+            + ".",
+            "Chase win probability:\n\n" + markdown_table(result["win"], 4),
+            "First-innings total:\n\n" + markdown_table(result["totals"], 3),
+            "Reliability (chases, every over start):\n\n" + markdown_table(result["reliability"], 3),
+            *(f"{title}\n\n{markdown_table(table, 3)}" for title, table in why.values()),
+        ]
+    )
     with atomic_path(out / "simulation.md") as tmp:
         tmp.write_text(report + "\n")
     for name in ("chases", "first"):
         with atomic_path(out / f"{name}.parquet") as tmp:
             result[name].to_parquet(tmp, index=False)
     pictures = [plot_reliability(result["reliability"], out / "reliability.png", args.sims)]
-    for match_id in test_ids[:args.plots]:
+    for match_id in test_ids[: args.plots]:
         match = d[d["match_id"].astype(str) == match_id]
-        pictures += plot_match(project_match(sim.for_match(levels, match_id), match, tables.matches, args.sims, args.seed),
-                               match, out / "matches")
+        pictures += plot_match(
+            project_match(sim.for_match(levels, match_id), match, tables.matches, args.sims, args.seed),
+            match,
+            out / "matches",
+        )
 
     uri = args.tracking_uri
-    run_id = tracking.start_run(uri, args.experiment, tracking.run_name("simulator", f"sims={args.sims}"),
-                                {"model_family": "simulator", "model": trained.source}, description=report)
+    run_id = tracking.start_run(
+        uri,
+        args.experiment,
+        tracking.run_name("simulator", f"sims={args.sims}"),
+        {"model_family": "simulator", "model": trained.source},
+        description=report,
+    )
     win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
-    metrics = {"sim/brier": win.loc["all over starts", "simulator_brier"],
-               "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
-               "sim/ece": win.loc["all over starts", "simulator_ece"],
-               "sim/bias": win.loc["all over starts", "simulator_bias"],
-               "baseline/brier": win.loc["all over starts", "logistic_brier"],
-               "paired/brier_diff": win.loc["all over starts", "brier_diff"]}
-    for label, key in (("chase start", "start"), ("after 6 overs", "6"), ("after 10 overs", "10"), ("after 15 overs", "15")):
+    metrics = {
+        "sim/brier": win.loc["all over starts", "simulator_brier"],
+        "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
+        "sim/ece": win.loc["all over starts", "simulator_ece"],
+        "sim/bias": win.loc["all over starts", "simulator_bias"],
+        "baseline/brier": win.loc["all over starts", "logistic_brier"],
+        "paired/brier_diff": win.loc["all over starts", "brier_diff"],
+    }
+    for label, key in (
+        ("chase start", "start"),
+        ("after 6 overs", "6"),
+        ("after 10 overs", "10"),
+        ("after 15 overs", "15"),
+    ):
         metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
     for _, row in why["levels"][1].iterrows():
         key = f"{row['season']}_{row['innings_kind']}"
@@ -180,10 +242,19 @@ def run(args: argparse.Namespace) -> str:
     client = tracking.MlflowClient(uri)
     for name, value in metrics.items():
         client.log_metric(run_id, name, float(value))
-    tracking.log_params(uri, run_id, {"sims": str(args.sims), "train_until": str(args.train_until),
-                                      "test": ",".join(map(str, args.test)), "seed": str(args.seed),
-                                      "recent_level": str(args.recent_level), "spread": str(args.spread),
-                                      "form": str(args.form)})
+    tracking.log_params(
+        uri,
+        run_id,
+        {
+            "sims": str(args.sims),
+            "train_until": str(args.train_until),
+            "test": ",".join(map(str, args.test)),
+            "seed": str(args.seed),
+            "recent_level": str(args.recent_level),
+            "spread": str(args.spread),
+            "form": str(args.form),
+        },
+    )
     client.log_artifact(run_id, str(out / "simulation.md"))
     for picture in pictures:
         client.log_artifact(run_id, str(picture), "pictures")

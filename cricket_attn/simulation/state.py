@@ -58,18 +58,25 @@ class Delivery:
             return torch.as_tensor(np.array(values), dtype=dtype)
 
         return cls(
-            outcome=t(pd.Categorical(d["outcome"], categories=OUTCOMES).codes), legal=t(d["is_legal"], torch.bool),
-            runs_batter=t(d["runs_batter"]), runs_wides=t(d["runs_wides"]), runs_noballs=t(d["runs_noballs"]),
-            runs_other=t(d["runs_byes"] + d["runs_legbyes"] + d["runs_penalty"]), wickets=t(d["wicket_count"]),
-            bowler_wicket=t(bowler_wickets(d), torch.bool), striker_out=t(striker_out, torch.bool),
-            non_striker_out=t(non_striker_out, torch.bool), ran=t(runs_ran(d)),
-        )  # fmt: skip
+            outcome=t(pd.Categorical(d["outcome"], categories=OUTCOMES).codes),
+            legal=t(d["is_legal"], torch.bool),
+            runs_batter=t(d["runs_batter"]),
+            runs_wides=t(d["runs_wides"]),
+            runs_noballs=t(d["runs_noballs"]),
+            runs_other=t(d["runs_byes"] + d["runs_legbyes"] + d["runs_penalty"]),
+            wickets=t(d["wicket_count"]),
+            bowler_wicket=t(bowler_wickets(d), torch.bool),
+            striker_out=t(striker_out, torch.bool),
+            non_striker_out=t(non_striker_out, torch.bool),
+            ran=t(runs_ran(d)),
+        )
 
     def where(self, keep: torch.Tensor) -> Delivery:
         """This delivery where `keep`, elsewhere a null one (no ball, no run, no wicket: it moves nothing that
         the features or the result read, for simulations already over)."""
-        return Delivery(**{f.name: torch.where(keep, x, torch.zeros_like(x)) for f in fields(self)
-                           for x in [getattr(self, f.name)]})
+        return Delivery(
+            **{f.name: torch.where(keep, x, torch.zeros_like(x)) for f in fields(self) for x in [getattr(self, f.name)]}
+        )
 
     def __getitem__(self, i) -> Delivery:
         return Delivery(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
@@ -99,10 +106,14 @@ class InningsSetup:
         return cls(
             batting=[*batting, *(p for p in seen_batters if p not in batting)],
             bowling=[*bowling, *(p for p in pd.unique(d["bowler"].astype(str)) if p not in bowling)],
-            venue=str(first["venue"]), season=int(first["season"]), match_type=str(first["match_type"]),
-            balls_per_over=int(first["balls_per_over"]), balls=int(innings_balls(d.iloc[:1])[0]),
-            chase=bool(pd.notna(first["target_runs"])), date=pd.Timestamp(first["date"]),
-        )  # fmt: skip
+            venue=str(first["venue"]),
+            season=int(first["season"]),
+            match_type=str(first["match_type"]),
+            balls_per_over=int(first["balls_per_over"]),
+            balls=int(innings_balls(d.iloc[:1])[0]),
+            chase=bool(pd.notna(first["target_runs"])),
+            date=pd.Timestamp(first["date"]),
+        )
 
 
 def squads(matches: pd.DataFrame | None, match_id, batting_team: str, bowling_team: str) -> tuple[list[str], list[str]]:
@@ -131,18 +142,29 @@ class InningsState:
     figures so far, the partnership and the last six deliveries. Batters and bowlers are slots in the
     setup's lists; `inputs` turns the state into the model's inputs for the next ball."""
 
-    def __init__(self, setup: InningsSetup, encoder: SequenceEncoder, phases: PhaseRules, n: int,
-                 target: torch.Tensor | float | None = None):
+    def __init__(
+        self,
+        setup: InningsSetup,
+        encoder: SequenceEncoder,
+        phases: PhaseRules,
+        n: int,
+        target: torch.Tensor | float | None = None,
+    ):
         self.setup, self.encoder, self.n = setup, encoder, n
         # Fixed for the innings: each slot's ids and rates, the venue's, and the phase of every (over, ball).
         bat, bowl = side_slots(setup.batting), side_slots(setup.bowling)
         self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat, dtype=object)))
         self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl, dtype=object)))
         rates = encoder.rates
-        self.batter_rates = torch.as_tensor(rates["batter"].transform(pd.DataFrame({"batter": bat})), dtype=torch.float64)
-        self.bowler_rates = torch.as_tensor(rates["bowler"].transform(pd.DataFrame({"bowler": bowl})), dtype=torch.float64)
-        self.venue_rates = torch.as_tensor(rates["venue"].transform(pd.DataFrame({"venue": [setup.venue]}))[0],
-                                           dtype=torch.float64)
+        self.batter_rates = torch.as_tensor(
+            rates["batter"].transform(pd.DataFrame({"batter": bat})), dtype=torch.float64
+        )
+        self.bowler_rates = torch.as_tensor(
+            rates["bowler"].transform(pd.DataFrame({"bowler": bowl})), dtype=torch.float64
+        )
+        self.venue_rates = torch.as_tensor(
+            rates["venue"].transform(pd.DataFrame({"venue": [setup.venue]}))[0], dtype=torch.float64
+        )
         self.venue_id = int(encoder.venues.encode(pd.Series([setup.venue]))[0])
         self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
         self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
@@ -152,7 +174,7 @@ class InningsState:
         self.histories = slot_histories(encoder, setup) if encoder.history_balls else {}
 
         long = dict(dtype=torch.long)
-        zeros = lambda *shape: torch.zeros(n, *shape, **long)  # noqa: E731
+        zeros = lambda *shape: torch.zeros(n, *shape, **long)
         self.target = torch.as_tensor(0.0 if target is None else target, dtype=torch.float64).expand(n).clone()
         self.runs, self.wickets, self.legal, self.deliveries = zeros(), zeros(), zeros(), zeros()
         self.over, self.legal_in_over = zeros(), zeros()
@@ -178,25 +200,36 @@ class InningsState:
         rows = torch.arange(self.n)
         recent = self.recent.sum(1)  # (N, 5)
         counted = {
-            "runs_before": self.runs, "wickets_before": self.wickets, "legal_balls_before": self.legal,
+            "runs_before": self.runs,
+            "wickets_before": self.wickets,
+            "legal_balls_before": self.legal,
             "batter_runs_before": self.batter_runs[rows, self.striker],
             "batter_balls_before": self.batter_faced[rows, self.striker],
             "bowler_balls_before": self.bowler_balls[rows, self.bowler],
             "bowler_runs_before": self.bowler_runs[rows, self.bowler],
             "bowler_wickets_before": self.bowler_wickets[rows, self.bowler],
-            "partnership_runs": self.partnership_runs, "partnership_balls": self.partnership_balls,
+            "partnership_runs": self.partnership_runs,
+            "partnership_balls": self.partnership_balls,
             "after_noball": self.prev_outcome == OUTCOME_INDEX["noball"],
             **{name: recent[:, i] for i, name in enumerate(RECENT_COLUMNS)},
             "ball_in_over": self.legal_in_over + 1,
-        }  # fmt: skip
+        }
         setup = self.setup
-        columns = state_matrix(counted, setup.balls, setup.balls_per_over, self.target, setup.season,
-                               self.encoder.last_season)
+        columns = state_matrix(
+            counted, setup.balls, setup.balls_per_over, self.target, setup.season, self.encoder.last_season
+        )
         if not with_rates:
             k = columns.size(1)
             return (columns.float() - self.mean[:k]) / self.std[:k]
-        x = torch.cat([columns, self.batter_rates[self.striker], self.bowler_rates[self.bowler],
-                       self.venue_rates.expand(self.n, -1)], dim=1).float()
+        x = torch.cat(
+            [
+                columns,
+                self.batter_rates[self.striker],
+                self.bowler_rates[self.bowler],
+                self.venue_rates.expand(self.n, -1),
+            ],
+            dim=1,
+        ).float()
         return (x - self.mean) / self.std
 
     def rates(self) -> list[tuple[int, torch.Tensor]]:
@@ -216,15 +249,22 @@ class InningsState:
         and the bowler's slots, say whose rates to take from the tables the model keeps in its cache
         (`SimulationCache.keep_rates`)."""
         n, rows = self.n, torch.arange(self.n)
-        full = lambda v: torch.full((n,), v, dtype=torch.long)  # noqa: E731
+        full = lambda v: torch.full((n,), v, dtype=torch.long)
         batch = {
-            "prev_outcome": self.prev_outcome, "innings_marker": full(int(self.setup.chase)),
-            "batter": self.batter_ids[self.striker], "bowler": self.bowler_ids[self.bowler], "venue": full(self.venue_id),
-            "legal_ball_index": self.legal, "ball_in_over": self.legal_in_over + 1, "over": self.over,
-            "phase": self.phase_table[self.over.clamp(max=self.phase_table.size(0) - 1),
-                                      self.legal.clamp(max=self.phase_table.size(1) - 1)],
-            "batter_balls": self.batter_faced[rows, self.striker], "bowler_balls": self.bowler_balls[rows, self.bowler],
-        }  # fmt: skip
+            "prev_outcome": self.prev_outcome,
+            "innings_marker": full(int(self.setup.chase)),
+            "batter": self.batter_ids[self.striker],
+            "bowler": self.bowler_ids[self.bowler],
+            "venue": full(self.venue_id),
+            "legal_ball_index": self.legal,
+            "ball_in_over": self.legal_in_over + 1,
+            "over": self.over,
+            "phase": self.phase_table[
+                self.over.clamp(max=self.phase_table.size(0) - 1), self.legal.clamp(max=self.phase_table.size(1) - 1)
+            ],
+            "batter_balls": self.batter_faced[rows, self.striker],
+            "bowler_balls": self.bowler_balls[rows, self.bowler],
+        }
         if rates_by_slot:
             batch["rate_slots"] = torch.stack([self.striker, self.bowler], dim=1)
         if self.histories:
@@ -240,7 +280,9 @@ class InningsState:
         (an odd number of runs run swaps them; a dismissed batter's place goes to the next in the order)."""
         rows = torch.arange(self.n)
         total, legal = ball.runs_total, ball.legal.long()
-        adds = ball_counts(ball.outcome, total, ball.runs_batter, ball.runs_wides, ball.runs_noballs, ball.bowler_wicket)
+        adds = ball_counts(
+            ball.outcome, total, ball.runs_batter, ball.runs_wides, ball.runs_noballs, ball.bowler_wicket
+        )
         self.runs += total
         self.wickets += ball.wickets
         self.batter_runs[rows, self.striker] += ball.runs_batter
@@ -251,8 +293,9 @@ class InningsState:
         fell = ball.wickets > 0
         self.partnership_runs = torch.where(fell, 0, self.partnership_runs + total)
         self.partnership_balls = torch.where(fell, 0, self.partnership_balls + legal)
-        summary = torch.stack([total, adds["dots"].long(), adds["boundaries"].long(), ball.wickets,
-                               adds["extras"].long()], dim=1)  # RECENT_COLUMNS
+        summary = torch.stack(
+            [total, adds["dots"].long(), adds["boundaries"].long(), ball.wickets, adds["extras"].long()], dim=1
+        )  # RECENT_COLUMNS
         self.recent = torch.cat([self.recent[:, 1:], summary[:, None]], dim=1)
         self.prev_outcome = ball.outcome.clone()
         self.fours += (ball.outcome == OUTCOME_INDEX["4"]).long()
@@ -262,8 +305,10 @@ class InningsState:
         self.deliveries += 1
         # The batters: ends change on an odd number run; the dismissed make way for the next in the order.
         swap = swaps_ends(ball.ran)
-        self.striker, self.non_striker = (torch.where(swap, self.non_striker, self.striker),
-                                          torch.where(swap, self.striker, self.non_striker))
+        self.striker, self.non_striker = (
+            torch.where(swap, self.non_striker, self.striker),
+            torch.where(swap, self.striker, self.non_striker),
+        )
         striker_out = torch.where(swap, ball.non_striker_out, ball.striker_out)
         non_striker_out = torch.where(swap, ball.striker_out, ball.non_striker_out)
         self.out[rows, self.striker] |= striker_out
@@ -289,8 +334,10 @@ class InningsState:
         self.last_bowler = torch.where(which, self.bowler, self.last_bowler)
         self.over = self.over + which.long()
         self.legal_in_over = torch.where(which, 0, self.legal_in_over)
-        self.striker, self.non_striker = (torch.where(which, self.non_striker, self.striker),
-                                          torch.where(which, self.striker, self.non_striker))
+        self.striker, self.non_striker = (
+            torch.where(which, self.non_striker, self.striker),
+            torch.where(which, self.striker, self.non_striker),
+        )
 
     def start_over(self, bowler: torch.Tensor, which: torch.Tensor | None = None) -> None:
         """`bowler` (N,) slots take the new over in the simulations `which` (default all)."""
@@ -356,18 +403,26 @@ def slot_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, t
     """`batter_history` and `bowler_history`, (1, slots, K, fields): the players' histories of each slot of
     the batting and the bowling side (`<unk>` fills: none) as of the match's date (`SequenceEncoder.histories_of`)."""
     if setup.date is None:
-        raise ValueError("the model reads players' histories, which are as of the match's date: the innings "
-                         "setup has no date")
-    return {f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date))[None]
-            for role, side in (("batter", setup.batting), ("bowler", setup.bowling))}
+        raise ValueError(
+            "the model reads players' histories, which are as of the match's date: the innings setup has no date"
+        )
+    return {
+        f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date))[None]
+        for role, side in (("batter", setup.batting), ("bowler", setup.bowling))
+    }
 
 
 def _phase_table(phases: PhaseRules, setup: InningsSetup) -> torch.Tensor:
     """(overs, legal balls and two overs more): the phase code of a ball in each over at each legal-ball index."""
     overs = setup.balls // setup.balls_per_over + 4  # room for long overs and reduced chases
     over, ball = np.meshgrid(np.arange(overs), np.arange(setup.balls + 2 * setup.balls_per_over), indexing="ij")
-    codes = phases.assign(pd.Series([setup.match_type] * over.size), pd.Series([setup.balls_per_over] * over.size),
-                          over.ravel(), ball.ravel(), np.zeros(over.size, dtype=bool)).codes
+    codes = phases.assign(
+        pd.Series([setup.match_type] * over.size),
+        pd.Series([setup.balls_per_over] * over.size),
+        over.ravel(),
+        ball.ravel(),
+        np.zeros(over.size, dtype=bool),
+    ).codes
     return torch.as_tensor(np.asarray(codes, dtype=np.int64).reshape(over.shape))
 
 
@@ -397,5 +452,5 @@ def replay(state: InningsState, d: pd.DataFrame, before_ball=None) -> InningsSta
             state.start_over(bowlers[i])
         if before_ball is not None:
             before_ball(i, state, by_laws)
-        state.record(balls[i:i + 1])
+        state.record(balls[i : i + 1])
     return state

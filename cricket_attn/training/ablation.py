@@ -70,7 +70,12 @@ def plan(cfg: DictConfig) -> list[Job]:
 
 def every_job(cfg: DictConfig, variants=None) -> list[Job]:
     """Every (variant, protocol, seed) of the set, or of the variants given, seed by seed."""
-    return [Job(v, p, int(s)) for s in cfg.seeds for v in (cfg.variants if variants is None else variants) for p in cfg.protocols]
+    return [
+        Job(v, p, int(s))
+        for s in cfg.seeds
+        for v in (cfg.variants if variants is None else variants)
+        for p in cfg.protocols
+    ]
 
 
 def settings_digest(overrides, extra=()) -> str:
@@ -87,8 +92,12 @@ def finished_runs(cfg: DictConfig) -> dict[Job, str]:
     exp = client.get_experiment_by_name(cfg.experiment)
     if exp is None:
         return {}
-    runs = client.search_runs([exp.experiment_id], "tags.ablation != '' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time ASC"], max_results=5000)
+    runs = client.search_runs(
+        [exp.experiment_id],
+        "tags.ablation != '' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time ASC"],
+        max_results=5000,
+    )
     found = {}
     for r in runs:
         tags = r.data.tags
@@ -114,11 +123,25 @@ def job_overrides(cfg: DictConfig, job: Job) -> list[str]:
     folder, place = job_folder(cfg, job), [f"hydra.sweep.subdir={job_subdir(job)}", "progress=lines"]
     if (folder / tracking.RUN_FILE).is_file():
         return [*place, f"resume={folder}", "hydra.output_subdir=null"]
-    tags = {"ablation": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed,
-            "settings": run_key(cfg, job)[0]}
-    return [*place, *cfg.common, *cfg.protocols[job.protocol], *cfg.variants[job.variant], *cfg.get("extra", []),
-            f"seed={job.seed}", f"paths.mlflow_uri={cfg.paths.mlflow_uri}", f"logger.experiment_name={cfg.experiment}",
-            f"logger.run_name={cfg.name} {job}", *(f"+logger.tags.{k}={v}" for k, v in tags.items())]
+    tags = {
+        "ablation": cfg.name,
+        "variant": job.variant,
+        "protocol": job.protocol,
+        "seed": job.seed,
+        "settings": run_key(cfg, job)[0],
+    }
+    return [
+        *place,
+        *cfg.common,
+        *cfg.protocols[job.protocol],
+        *cfg.variants[job.variant],
+        *cfg.get("extra", []),
+        f"seed={job.seed}",
+        f"paths.mlflow_uri={cfg.paths.mlflow_uri}",
+        f"logger.experiment_name={cfg.experiment}",
+        f"logger.run_name={cfg.name} {job}",
+        *(f"+logger.tags.{k}={v}" for k, v in tags.items()),
+    ]
 
 
 def launcher_overrides(cfg: DictConfig, hydra_overrides: Sequence[str] = ()) -> list[str]:
@@ -132,12 +155,16 @@ def launch(cfg: DictConfig, todo: list[Job], launcher: list[str]) -> list[JobRet
     """Train the jobs as one multirun of `cricket-attn-train` (conf/config.yaml) through the launcher, each
     in its folder under `output_dir`; returns what each job came to, in order."""
     loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
-    sweep = loader.load_configuration("config", [*launcher, f"hydra.sweep.dir={cfg.output_dir}",
-                                                 "hydra.job.name=train"],  # each run's log: train.log
-                                      run_mode=RunMode.MULTIRUN)
+    sweep = loader.load_configuration(
+        "config",
+        [*launcher, f"hydra.sweep.dir={cfg.output_dir}", "hydra.job.name=train"],  # each run's log: train.log
+        run_mode=RunMode.MULTIRUN,
+    )
     runner = Plugins.instance().instantiate_launcher(
         hydra_context=HydraContext(config_loader=loader, callbacks=Callbacks(sweep)),
-        task_function=TrainAndRecord(cfg, tuple(todo)), config=sweep)
+        task_function=TrainAndRecord(cfg, tuple(todo)),
+        config=sweep,
+    )
     with logging_kept():
         return list(runner.launch([job_overrides(cfg, job) for job in todo], initial_job_idx=0))
 
@@ -271,14 +298,25 @@ def record_of(cfg: DictConfig, job: Job, run_id: str) -> dict:
     scored = tracking.load_scored(cfg.paths.mlflow_uri, run_id)
     by_match = scored.assign(loss=per_ball_log_loss(scored)).groupby("match_id", sort=False)["loss"]
     m, key = run.data.metrics, run_key(cfg, job)
-    return {"set": cfg.name, "variant": job.variant, "protocol": job.protocol, "seed": job.seed, "settings": key[0],
-            "overrides": [*cfg.variants[job.variant], *cfg.get("extra", [])], "run": run.info.run_name,
-            "commit": run.data.tags.get(MLFLOW_GIT_COMMIT),
-            "finished": datetime.fromtimestamp(run.info.end_time / 1000, timezone.utc).isoformat(timespec="seconds"),
-            "log_loss": m["test/log_loss"], "ece": m["test/ece"], "epochs": m.get("selection/epochs"),
-            "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss")),
-            "matches": [[json_match_id(match), int(n), round(float(total), 6)]
-                        for (match, n), total in zip(by_match.size().items(), by_match.sum())]}
+    return {
+        "set": cfg.name,
+        "variant": job.variant,
+        "protocol": job.protocol,
+        "seed": job.seed,
+        "settings": key[0],
+        "overrides": [*cfg.variants[job.variant], *cfg.get("extra", [])],
+        "run": run.info.run_name,
+        "commit": run.data.tags.get(MLFLOW_GIT_COMMIT),
+        "finished": datetime.fromtimestamp(run.info.end_time / 1000, timezone.utc).isoformat(timespec="seconds"),
+        "log_loss": m["test/log_loss"],
+        "ece": m["test/ece"],
+        "epochs": m.get("selection/epochs"),
+        "val_log_loss": m.get("calibration/val_log_loss_after", m.get("selection/best_val_loss")),
+        "matches": [
+            [json_match_id(match), int(n), round(float(total), 6)]
+            for (match, n), total in zip(by_match.size().items(), by_match.sum())
+        ],
+    }
 
 
 def json_match_id(match_id):
@@ -323,8 +361,14 @@ def run_ablation(cfg: DictConfig, hydra_overrides: Sequence[str] = ()) -> str:
     if not cfg.report_only:
         todo = [job for job in jobs if job not in done]
         launcher = launcher_overrides(cfg, hydra_overrides)
-        log.info("ablation %s: %d runs, %d in the record, %d to train (%s)", cfg.name, len(jobs),
-                 len(jobs) - len(todo), len(todo), " ".join(launcher))
+        log.info(
+            "ablation %s: %d runs, %d in the record, %d to train (%s)",
+            cfg.name,
+            len(jobs),
+            len(jobs) - len(todo),
+            len(todo),
+            " ".join(launcher),
+        )
         returns = launch(cfg, todo, launcher) if todo else []
         failed = [job for job, ret in zip(todo, returns) if ret.status != JobStatus.COMPLETED]
         for job, ret in zip(todo, returns):
@@ -380,16 +424,27 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
                 continue
             for s in seeds:
                 rec = runs[Job(variant, protocol, s)]
-                seed_row = {"protocol": protocol, "variant": variant, "seed": s, "run": rec["run"],
-                            "commit": rec["commit"], **{k: rec[k] for k in ("log_loss", "ece", "epochs", "val_log_loss")}}
+                seed_row = {
+                    "protocol": protocol,
+                    "variant": variant,
+                    "seed": s,
+                    "run": rec["run"],
+                    "commit": rec["commit"],
+                    **{k: rec[k] for k in ("log_loss", "ece", "epochs", "val_log_loss")},
+                }
                 if variant != against and Job(against, protocol, s) in runs:
                     sums = match_sums(rec, runs[Job(against, protocol, s)])
                     seed_row["diff"] = float(sums["diff"].sum() / sums["balls"].sum())
                 per_seed.append(seed_row)
             mine = pd.DataFrame([r for r in per_seed if r["variant"] == variant and r["protocol"] == protocol])
-            row = {"protocol": protocol, "variant": variant, "against": against, "seeds": len(seeds),
-                   **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict(),
-                   "epochs_chosen": ",".join(str(int(e)) for e in mine["epochs"])}
+            row = {
+                "protocol": protocol,
+                "variant": variant,
+                "against": against,
+                "seeds": len(seeds),
+                **mine[["log_loss", "ece", "epochs", "val_log_loss"]].astype(float).mean().to_dict(),
+                "epochs_chosen": ",".join(str(int(e)) for e in mine["epochs"]),
+            }
             row.update(seed_paired(cfg, runs, variant, against, protocol))
             control = cfg.get("control")
             if control and variant != control:
@@ -401,8 +456,11 @@ def comparisons(cfg: DictConfig, runs: dict[Job, dict]) -> tuple[pd.DataFrame, p
 def seed_paired(cfg: DictConfig, runs: dict[Job, dict], variant: str, against: str, protocol: str) -> dict:
     """The variant's seed-averaged difference from `against` on the protocol's test seasons (`diff`, with
     `ci_low`, `ci_high`) and on its validation season (`val_diff`), over the seeds both have; {} if none."""
-    paired = sorted(j.seed for j in runs if j.variant == variant and j.protocol == protocol
-                    and Job(against, protocol, j.seed) in runs)
+    paired = sorted(
+        j.seed
+        for j in runs
+        if j.variant == variant and j.protocol == protocol and Job(against, protocol, j.seed) in runs
+    )
     if variant == against or not paired:
         return {}
     mine, theirs = [runs[Job(variant, protocol, s)] for s in paired], [runs[Job(against, protocol, s)] for s in paired]
@@ -417,17 +475,28 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
     if rows.empty:
         return f"# Ablation `{cfg.name}`\n\nNo finished runs yet.\n"
     protocols = [p for p in cfg.protocols if p in set(rows["protocol"])]
-    head = "| variant | " + " | ".join(f"{p}: log loss (epochs by seed) | {p}: - reference [95% CI] | {p}: validation - reference"
-                                      for p in protocols) + " |"
-    lines = [f"# Ablation `{cfg.name}`", "",
-             "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons "
-             "(in brackets, the epochs each seed's refit trained, as chosen on its validation season), "
-             "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
-             "both have, with a 95% bootstrap interval by match. Positive: the variant is worse. Protocols: "
-             + "; ".join(f"`{p}` {' '.join(o) if o else '(the default split)'}" for p, o in cfg.protocols.items())
-             + ". The third column of a protocol: the same difference on its validation season (the selection "
-             "model's calibrated log loss; no interval). Every run's own numbers are in `ablation_seeds.csv`.", "",
-             head, "|" + "---|" * (1 + 3 * len(protocols))]
+    head = (
+        "| variant | "
+        + " | ".join(
+            f"{p}: log loss (epochs by seed) | {p}: - reference [95% CI] | {p}: validation - reference"
+            for p in protocols
+        )
+        + " |"
+    )
+    lines = [
+        f"# Ablation `{cfg.name}`",
+        "",
+        "Each cell: the mean over seeds of the run's log loss (nats per ball) on the protocol's test seasons "
+        "(in brackets, the epochs each seed's refit trained, as chosen on its validation season), "
+        "and the per-ball difference from its reference (`default` unless named), averaged over the seeds "
+        "both have, with a 95% bootstrap interval by match. Positive: the variant is worse. Protocols: "
+        + "; ".join(f"`{p}` {' '.join(o) if o else '(the default split)'}" for p, o in cfg.protocols.items())
+        + ". The third column of a protocol: the same difference on its validation season (the selection "
+        "model's calibrated log loss; no interval). Every run's own numbers are in `ablation_seeds.csv`.",
+        "",
+        head,
+        "|" + "---|" * (1 + 3 * len(protocols)),
+    ]
     variants = [v for v in cfg.variants if v in set(rows["variant"])]
     for variant in variants:
         cells = []
@@ -447,10 +516,16 @@ def report(cfg: DictConfig, rows: pd.DataFrame) -> str:
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     control = cfg.get("control")
     if control and "control_diff" in rows:
-        lines += ["", f"Against the control, `{control}` (the same seeds, balls and intervals; negative: the variant "
-                  "is better than the control):", "",
-                  "| variant | " + " | ".join(f"{p}: - {control} [95% CI] | {p}: validation - {control}"
-                                             for p in protocols) + " |", "|" + "---|" * (1 + 2 * len(protocols))]
+        lines += [
+            "",
+            f"Against the control, `{control}` (the same seeds, balls and intervals; negative: the variant "
+            "is better than the control):",
+            "",
+            "| variant | "
+            + " | ".join(f"{p}: - {control} [95% CI] | {p}: validation - {control}" for p in protocols)
+            + " |",
+            "|" + "---|" * (1 + 2 * len(protocols)),
+        ]
         for variant in variants:
             cells = []
             for protocol in protocols:
@@ -479,10 +554,20 @@ def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path)
     exp = client.get_experiment_by_name(cfg.experiment)
     for old in client.search_runs([exp.experiment_id], f"tags.ablation_summary = '{cfg.name}'") if exp else []:
         client.delete_run(old.info.run_id)  # one summary per ablation: the latest report
-    run_id = tracking.start_run(uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name},
-                                description=table)
+    run_id = tracking.start_run(
+        uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name}, description=table
+    )
     for r in rows.to_dict("records"):
-        for key in ("log_loss", "ece", "diff", "ci_low", "ci_high", "control_diff", "control_ci_low", "control_ci_high"):
+        for key in (
+            "log_loss",
+            "ece",
+            "diff",
+            "ci_low",
+            "ci_high",
+            "control_diff",
+            "control_ci_low",
+            "control_ci_high",
+        ):
             if key in r and pd.notna(r[key]):
                 client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
     client.log_text(run_id, table, "ablation.md")

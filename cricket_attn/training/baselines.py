@@ -79,9 +79,13 @@ class FrequencyTable:
 
 def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
     names = TabularFeatures.names()
-    return pd.DataFrame({"phase": d["phase"].astype(str).to_numpy(),
-                         "wickets_before": X[:, names.index("wickets_before")].astype(int),
-                         "ball_in_over": X[:, names.index("ball_in_over")].astype(int)})
+    return pd.DataFrame(
+        {
+            "phase": d["phase"].astype(str).to_numpy(),
+            "wickets_before": X[:, names.index("wickets_before")].astype(int),
+            "ball_in_over": X[:, names.index("ball_in_over")].astype(int),
+        }
+    )
 
 
 def fit_baseline(name: str, settings: dict, X_fit, y_fit, X_val=None, y_val=None) -> tuple[object, dict]:
@@ -121,8 +125,12 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     if ref_run:  # the tag the runs of this comparison share; a run from before the tag existed gets it now
         comparison = ref_run.data.tags.get("comparison") or ref_run.info.run_name
         tracking.MlflowClient(uri).set_tag(reference, "comparison", comparison)
-    log.info("paired against: %s", f"transformer run {ref_run.info.run_name} ({reference})" if ref_run
-             else "no transformer run in this store (the table will have no paired column)")
+    log.info(
+        "paired against: %s",
+        f"transformer run {ref_run.info.run_name} ({reference})"
+        if ref_run
+        else "no transformer run in this store (the table will have no paired column)",
+    )
     tables = load_tables(list(data.sources) if data.sources else None, phases, project_path(data.data_dir))
     d = tables.deliveries
     d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
@@ -148,13 +156,21 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     for i, (name, settings) in enumerate(models.items(), start=1):
         settings = OmegaConf.to_container(settings, resolve=True) or {}
         stage, clock = f"baseline {i}/{len(models)}: {name}", progress.Stopwatch()
-        log.info("%s: fitting on seasons %s%s", stage, season_range(fit_final),
-                 f" (its iteration count chosen on {season_range(val)} first)" if name == "hist_gradient_boosting" else "")
+        log.info(
+            "%s: fitting on seasons %s%s",
+            stage,
+            season_range(fit_final),
+            f" (its iteration count chosen on {season_range(val)} first)" if name == "hist_gradient_boosting" else "",
+        )
         tags = {"model_family": "baseline", "baseline": name}
         if ref_run:
             tags.update(paired_against=reference, comparison=comparison)
-        note = (f"Paired against the transformer run [{ref_run.info.run_name}](#/experiments/"
-                f"{ref_run.info.experiment_id}/runs/{reference}) on the same test deliveries." if ref_run else None)
+        note = (
+            f"Paired against the transformer run [{ref_run.info.run_name}](#/experiments/"
+            f"{ref_run.info.experiment_id}/runs/{reference}) on the same test deliveries."
+            if ref_run
+            else None
+        )
         run_id = tracking.start_run(uri, experiment, tracking.run_name(name, overrides, when), tags, description=note)
         try:
             with tracking.system_metrics(uri, run_id, interval=5.0):
@@ -165,17 +181,29 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                 if cfg.refit or model is None:
                     model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
                 probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
-                probs /= probs.sum(axis=1, keepdims=True)  # logistic regression on float32 features sums to 1 only to 1e-7
+                probs /= probs.sum(
+                    axis=1, keepdims=True
+                )  # logistic regression on float32 features sums to 1 only to 1e-7
                 seconds = time.perf_counter() - start
             scored = test[[c for c in DELIVERY_COLUMNS if c in test.columns]].copy()
             for j, col in enumerate(PROB_COLUMNS):
                 scored[col] = probs[:, j]
             client = tracking.MlflowClient(uri)
-            params = {"baseline": name, "refit": str(cfg.refit), "fit_seasons": season_range(fit_final),
-                      **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()}}
+            params = {
+                "baseline": name,
+                "refit": str(cfg.refit),
+                "fit_seasons": season_range(fit_final),
+                **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()},
+            }
             params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
             tracking.log_params(uri, run_id, params)
-            tracking.log_datasets(uri, run_id, {"train": (season_range(fit_final), fit_final), "test": (season_range(test), test)}, ", ".join(tables.sources), tables.key)
+            tracking.log_datasets(
+                uri,
+                run_id,
+                {"train": (season_range(fit_final), fit_final), "test": (season_range(test), test)},
+                ", ".join(tables.sources),
+                tables.key,
+            )
             metrics = tracking.log_scored(uri, run_id, scored, "test", name)
             client.log_metric(run_id, "fit_seconds", seconds)
             row = {"model": name, **{k: metrics[k] for k in ("log_loss", "brier", "accuracy", "ece")}, "run_id": run_id}
@@ -191,10 +219,20 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             tracking.end_run(uri, run_id, "FAILED")
             raise
         rows.append(row)
-        paired_text = (f", {row['diff_vs_transformer']:+.4f} [{row['ci_low_vs_transformer']:+.4f}, "
-                       f"{row['ci_high_vs_transformer']:+.4f}] against the transformer" if ref_scored is not None else "")
-        log.info("%s: test log loss %.4f%s; fitted in %.0f s, done in %s", stage, row["log_loss"], paired_text,
-                 seconds, clock)
+        paired_text = (
+            f", {row['diff_vs_transformer']:+.4f} [{row['ci_low_vs_transformer']:+.4f}, "
+            f"{row['ci_high_vs_transformer']:+.4f}] against the transformer"
+            if ref_scored is not None
+            else ""
+        )
+        log.info(
+            "%s: test log loss %.4f%s; fitted in %.0f s, done in %s",
+            stage,
+            row["log_loss"],
+            paired_text,
+            seconds,
+            clock,
+        )
     table = comparison_table(uri, reference, rows)
     out = Path(cfg.paths.output_dir)
     with atomic_path(out / "comparison.md") as tmp:
@@ -216,9 +254,11 @@ def log_comparison(uri: str, reference: str, table: str, rows: pd.DataFrame, fol
     """On the transformer run: the comparison table as its description, and the table, the by-state
     table and a chart of the paired differences as artifacts under `comparison/`."""
     client = tracking.MlflowClient(uri)
-    client.set_tag(reference, tracking.MLFLOW_RUN_NOTE,
-                   "Paired against the baselines (the runs with its `comparison` tag) on the same test deliveries:\n\n"
-                   + table)
+    client.set_tag(
+        reference,
+        tracking.MLFLOW_RUN_NOTE,
+        "Paired against the baselines (the runs with its `comparison` tag) on the same test deliveries:\n\n" + table,
+    )
     paired = rows.set_index("model")[["diff_vs_transformer", "ci_low_vs_transformer", "ci_high_vs_transformer"]]
     paired.columns = ["diff", "ci_low", "ci_high"]
     plot_comparison(paired, folder / "comparison.png")
@@ -241,11 +281,15 @@ def by_state_table(by_state: dict[str, pd.DataFrame]) -> str:
     balls, with its 95% interval by match (positive: the transformer is better there)."""
     names = list(by_state)
     first = by_state[names[0]]
-    lines = ["| state | bin | deliveries | " + " | ".join(f"{n} - transformer [95% CI]" for n in names) + " |",
-             "|---|---|---:|" + "---|" * len(names)]
+    lines = [
+        "| state | bin | deliveries | " + " | ".join(f"{n} - transformer [95% CI]" for n in names) + " |",
+        "|---|---|---:|" + "---|" * len(names),
+    ]
     for i, row in first.iterrows():
-        cells = [f"{t.loc[i, 'diff']:+.4f} [{t.loc[i, 'ci_low']:+.4f}, {t.loc[i, 'ci_high']:+.4f}]"
-                 for t in by_state.values()]
+        cells = [
+            f"{t.loc[i, 'diff']:+.4f} [{t.loc[i, 'ci_low']:+.4f}, {t.loc[i, 'ci_high']:+.4f}]"
+            for t in by_state.values()
+        ]
         lines.append(f"| {row['state']} | {row['bin']} | {int(row['deliveries']):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -260,17 +304,26 @@ def find_transformer_run(uri: str, experiment: str, against: str | None) -> str 
 
 def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:
     """Markdown: each model's test metrics and its paired log-loss difference from the transformer."""
-    lines = ["| model | log loss | Brier | accuracy | ECE | log loss - transformer [95% CI, by match] |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| model | log loss | Brier | accuracy | ECE | log loss - transformer [95% CI, by match] |",
+        "|---|---|---|---|---|---|",
+    ]
     if reference:
         m = tracking.MlflowClient(uri).get_run(reference).data.metrics
-        lines.append(f"| transformer (run {reference[:8]}) | {m['test/log_loss']:.4f} | {m['test/brier']:.4f} | "
-                     f"{m['test/accuracy']:.4f} | {m['test/ece']:.4f} | 0 (reference) |")
+        lines.append(
+            f"| transformer (run {reference[:8]}) | {m['test/log_loss']:.4f} | {m['test/brier']:.4f} | "
+            f"{m['test/accuracy']:.4f} | {m['test/ece']:.4f} | 0 (reference) |"
+        )
     for r in rows:
-        paired = (f"{r['diff_vs_transformer']:+.4f} [{r['ci_low_vs_transformer']:+.4f}, {r['ci_high_vs_transformer']:+.4f}]"
-                  if "diff_vs_transformer" in r else "no transformer run to pair with")
-        lines.append(f"| {r['model']} | {r['log_loss']:.4f} | {r['brier']:.4f} | {r['accuracy']:.4f} | "
-                     f"{r['ece']:.4f} | {paired} |")
+        paired = (
+            f"{r['diff_vs_transformer']:+.4f} [{r['ci_low_vs_transformer']:+.4f}, {r['ci_high_vs_transformer']:+.4f}]"
+            if "diff_vs_transformer" in r
+            else "no transformer run to pair with"
+        )
+        lines.append(
+            f"| {r['model']} | {r['log_loss']:.4f} | {r['brier']:.4f} | {r['accuracy']:.4f} | "
+            f"{r['ece']:.4f} | {paired} |"
+        )
     return "\n".join(lines) + "\n"
 
 

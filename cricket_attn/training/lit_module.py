@@ -24,18 +24,29 @@ log = logging.getLogger(__name__)
 
 
 class BallOutcomeModule(pl.LightningModule):
-    def __init__(self, model: dict, lr: float = 2e-3, weight_decay: float = 0.1, warmup_steps: int = 100,
-                 min_lr_ratio: float = 0.05, betas: tuple[float, float] = (0.9, 0.98)):
+    def __init__(
+        self,
+        model: dict,
+        lr: float = 2e-3,
+        weight_decay: float = 0.1,
+        warmup_steps: int = 100,
+        min_lr_ratio: float = 0.05,
+        betas: tuple[float, float] = (0.9, 0.98),
+    ):
         super().__init__()
         self.save_hyperparameters(logger=False)  # the run logs its whole config once (cricket_attn.tracking)
         self.model = CricketTransformer(ModelConfig.from_dict(dict(model)))
         n = self.model.cfg.n_classes
-        self.metrics = torch.nn.ModuleDict({
-            f"{split}_{name}": metric
-            for split in ("val", "test")
-            for name, metric in (("accuracy", MulticlassAccuracy(n, average="micro")),
-                                 ("ece", MulticlassCalibrationError(n, n_bins=15, norm="l1")))
-        })  # fmt: skip
+        self.metrics = torch.nn.ModuleDict(
+            {
+                f"{split}_{name}": metric
+                for split in ("val", "test")
+                for name, metric in (
+                    ("accuracy", MulticlassAccuracy(n, average="micro")),
+                    ("ece", MulticlassCalibrationError(n, n_bins=15, norm="l1")),
+                )
+            }
+        )
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(batch)
@@ -79,8 +90,9 @@ class BallOutcomeModule(pl.LightningModule):
         self._eval_step(batch, "test")
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(parameter_groups(self, self.hparams.weight_decay), lr=self.hparams.lr,
-                                      betas=tuple(self.hparams.betas))
+        optimizer = torch.optim.AdamW(
+            parameter_groups(self, self.hparams.weight_decay), lr=self.hparams.lr, betas=tuple(self.hparams.betas)
+        )
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warmup, floor = self.hparams.warmup_steps, self.hparams.min_lr_ratio
 
@@ -104,8 +116,10 @@ def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]
     """AdamW groups: weight decay on matrices (embedding tables included) only; biases and norms are left alone."""
     named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
     keep = [p.dim() >= 2 for _, p in named]
-    return [{"params": [p for (_, p), k in zip(named, keep) if k], "weight_decay": weight_decay},
-            {"params": [p for (_, p), k in zip(named, keep) if not k], "weight_decay": 0.0}]
+    return [
+        {"params": [p for (_, p), k in zip(named, keep) if k], "weight_decay": weight_decay},
+        {"params": [p for (_, p), k in zip(named, keep) if not k], "weight_decay": 0.0},
+    ]
 
 
 def _module_from(ckpt: dict) -> BallOutcomeModule:

@@ -48,10 +48,12 @@ logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(lambda r: "
 def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
     """Fail at start-up, naming the setting, if the data is larger than the model's tables."""
     d = dm.tables.deliveries
-    limits = [("model.max_len", dm.max_len(), model["max_len"], "deliveries in one sequence"),
-              ("model.max_balls", int(d["legal_ball_index"].max()) + 1, model["max_balls"], "legal balls in an innings"),
-              ("model.max_overs", int(d["over"].max()) + 1, model["max_overs"], "overs in an innings"),
-              ("model.max_ball_in_over", int(d["ball_in_over"].max()), model["max_ball_in_over"], "balls in an over")]
+    limits = [
+        ("model.max_len", dm.max_len(), model["max_len"], "deliveries in one sequence"),
+        ("model.max_balls", int(d["legal_ball_index"].max()) + 1, model["max_balls"], "legal balls in an innings"),
+        ("model.max_overs", int(d["over"].max()) + 1, model["max_overs"], "overs in an innings"),
+        ("model.max_ball_in_over", int(d["ball_in_over"].max()), model["max_ball_in_over"], "balls in an over"),
+    ]
     for setting, needed, have, what in limits:
         if needed > have:
             raise ConfigError(f"{setting}={have} is too small: the data has {needed} {what}")
@@ -116,22 +118,35 @@ def open_run(cfg: DictConfig) -> Run:
         name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides, started)
         tags["comparison"] = name  # the baselines paired with this run carry the same tag
         tags.update({k: str(v) for k, v in (cfg.logger.get("tags") or {}).items()})
-        run.state = {"tracking_uri": uri, "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags,
-                                                                        started=started)}
+        run.state = {
+            "tracking_uri": uri,
+            "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags, started=started),
+        }
     run.save()
     return run
 
 
-def fit_stage(cfg: DictConfig, dm: CricketDataModule, callbacks: dict, logger, stage: str,
-              max_epochs: int | None = None, ckpt_path: str | None = None) -> BallOutcomeModule:
+def fit_stage(
+    cfg: DictConfig,
+    dm: CricketDataModule,
+    callbacks: dict,
+    logger,
+    stage: str,
+    max_epochs: int | None = None,
+    ckpt_path: str | None = None,
+) -> BallOutcomeModule:
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     check_data_fits_model(dm, model)
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     shown, bar = progress_callbacks(stage, cfg.progress)
-    kwargs = {"callbacks": [c for c in callbacks.values() if c is not None] + shown, "logger": logger,
-              "enable_progress_bar": bar, "enable_model_summary": stage == "selection"}  # the same model each stage
+    kwargs = {
+        "callbacks": [c for c in callbacks.values() if c is not None] + shown,
+        "logger": logger,
+        "enable_progress_bar": bar,
+        "enable_model_summary": stage == "selection",
+    }  # the same model each stage
     if max_epochs is not None:
         kwargs["max_epochs"] = max_epochs
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
@@ -153,33 +168,52 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     split = cfg.data.split
     fit_seasons, val_seasons = f"up to {split.train_until}", "/".join(map(str, split.validation))
     if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
-        log.info("data: reading the deliveries, fitting the encoder%s on seasons %s",
-                 " and the teacher" if cfg.data.get("teacher") else "", fit_seasons)
+        log.info(
+            "data: reading the deliveries, fitting the encoder%s on seasons %s",
+            " and the teacher" if cfg.data.get("teacher") else "",
+            fit_seasons,
+        )
         dm.prepare_data()
         dm.setup("fit")
         parts = dm.split.split(dm.tables.deliveries)
         if run.tracked and not resuming:
             named = {context: (season_range(d), d) for context, d in parts.items()}
             tracking.log_datasets(run.uri, run.run_id, named, ", ".join(dm.tables.sources), dm.tables.key)
-        log.info("selection: training on %s, choosing the epoch count on %s (early stopping)",
-                 season_range(parts["train"]), val_seasons)
+        log.info(
+            "selection: training on %s, choosing the epoch count on %s (early stopping)",
+            season_range(parts["train"]),
+            val_seasons,
+        )
         clock = progress.Stopwatch()
-        module = fit_stage(cfg, dm, callbacks, run.logger(), "selection",
-                           ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None)
+        module = fit_stage(
+            cfg, dm, callbacks, run.logger(), "selection", ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None
+        )
         best_path = ckpt.best_model_path
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
         stopper = callbacks.get("early_stopping")
-        run.state.update(selection_epochs=best, selection_checkpoint=best_path,
-                         selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
-                         selection_final=bool(stopper is not None and stopper.stopped_epoch > 0))
-        log.info("selection: done in %s; best epoch %s, val loss %s", clock, best,
-                 f"{run.state['selection_best_val']:.4f}" if run.state["selection_best_val"] is not None else "none")
+        run.state.update(
+            selection_epochs=best,
+            selection_checkpoint=best_path,
+            selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
+            selection_final=bool(stopper is not None and stopper.stopped_epoch > 0),
+        )
+        log.info(
+            "selection: done in %s; best epoch %s, val loss %s",
+            clock,
+            best,
+            f"{run.state['selection_best_val']:.4f}" if run.state["selection_best_val"] is not None else "none",
+        )
         if cfg.calibrate and best_path:
             run.state["calibration"] = calibrate(dm, best_path)
             c = run.state["calibration"]
-            log.info("calibration: temperature %.3f fitted on %s (val log loss %.4f before, %.4f after)",
-                     c["temperature"], val_seasons, c["val_log_loss_before"], c["val_log_loss_after"])
+            log.info(
+                "calibration: temperature %.3f fitted on %s (val log loss %.4f before, %.4f after)",
+                c["temperature"],
+                val_seasons,
+                c["val_log_loss_before"],
+                c["val_log_loss_after"],
+            )
         run.save()
     best_epoch, best_path = run.state["selection_epochs"], run.state["selection_checkpoint"]
     results = {"selection/best_val_loss": run.state["selection_best_val"], "selection/epochs": best_epoch}
@@ -191,21 +225,36 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         members = run.state.setdefault("refit_members", [])  # final checkpoints of the members done
         run.save()
         # Fresh callbacks, as configured, except early stopping: the epoch count is now fixed.
-        refit_callbacks = {name: c for name, c in cfg.callbacks.items()
-                           if c and name not in ("early_stopping", "model_checkpoint")}
+        refit_callbacks = {
+            name: c for name, c in cfg.callbacks.items() if c and name not in ("early_stopping", "model_checkpoint")
+        }
         for k in range(len(members), cfg.ensemble):
             clock, stage = progress.Stopwatch(), f"refit {k + 1}/{cfg.ensemble}"
-            log.info("%s: training on seasons %s and %s for %d epochs, seed %d", stage, fit_seasons, val_seasons,
-                     best_epoch, cfg.seed + k)
+            log.info(
+                "%s: training on seasons %s and %s for %d epochs, seed %d",
+                stage,
+                fit_seasons,
+                val_seasons,
+                best_epoch,
+                cfg.seed + k,
+            )
             pl.seed_everything(cfg.seed + k, workers=True)
             dm = hydra.utils.instantiate(cfg.data, refit=True, seed=cfg.seed + k)
             name = "refit" if k == 0 else f"refit{k + 1}"
             refit_dir = Path(ckpt.dirpath) / name
-            refit_ckpt = hydra.utils.instantiate(cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir),
-                                                 filename=name + "-{epoch:02d}")
+            refit_ckpt = hydra.utils.instantiate(
+                cfg.callbacks.model_checkpoint, monitor=None, dirpath=str(refit_dir), filename=name + "-{epoch:02d}"
+            )
             callbacks_k = {n: hydra.utils.instantiate(c) for n, c in refit_callbacks.items()}
-            fit_stage(cfg, dm, {**callbacks_k, "model_checkpoint": refit_ckpt}, run.logger(name), stage,
-                      max_epochs=best_epoch, ckpt_path=_last(refit_dir) if resuming else None)
+            fit_stage(
+                cfg,
+                dm,
+                {**callbacks_k, "model_checkpoint": refit_ckpt},
+                run.logger(name),
+                stage,
+                max_epochs=best_epoch,
+                ckpt_path=_last(refit_dir) if resuming else None,
+            )
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
             log.info("%s: done in %s", stage, clock)
@@ -237,18 +286,25 @@ def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
     temperature = fit_temperature(scored)
     after = scored.copy()
     after[list(PROB_COLUMNS)] = with_temperature(probabilities(scored), temperature)
-    return {"temperature": temperature, "val_log_loss_before": score(scored)["log_loss"],
-            "val_log_loss_after": score(after)["log_loss"]}
+    return {
+        "temperature": temperature,
+        "val_log_loss_before": score(scored)["log_loss"],
+        "val_log_loss_after": score(after)["log_loss"],
+    }
 
 
-def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTransformer | Ensemble,
-           results: dict) -> None:
+def report(
+    cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTransformer | Ensemble, results: dict
+) -> None:
     """The test: score every test delivery with the final model (cricket_attn.metrics, as
     `cricket-attn-evaluate` does); log the report, the checkpoint and the model."""
     test = dm.split.split(dm.tables.deliveries)["test"]
     clock = progress.Stopwatch()
-    log.info("test report: scoring %s deliveries of seasons %s with the final model (super overs are not modelled)",
-             f"{int((~test['is_super_over'].astype(bool)).sum()):,}", season_range(test))
+    log.info(
+        "test report: scoring %s deliveries of seasons %s with the final model (super overs are not modelled)",
+        f"{int((~test['is_super_over'].astype(bool)).sum()):,}",
+        season_range(test),
+    )
     scored = score_deliveries(model, dm.encoder, test, dm.eval_batch_size, desc="scoring the test seasons")
     if not run.tracked:
         results.update({f"test/{k}": v for k, v in score(scored).items()})
@@ -258,9 +314,16 @@ def report(cfg: DictConfig, run: Run, dm: CricketDataModule, model: CricketTrans
     log.info("test report: done in %s; log loss %.4f, ECE %.4f", clock, results["test/log_loss"], results["test/ece"])
     clock = progress.Stopwatch()
     heads = log_attention(run.uri, run.run_id, model, dm.encoder, test)
-    log.info("attention: head report over the test balls and pictures of a test match logged in %s; %s", clock,
-             "; ".join(f"head {r['layer']}.{r['head']} follows {r['specialises_in']}" for r in heads.to_dict("records")
-                       if not r["specialises_in"].startswith("nothing")) or "every head is near uniform")
+    log.info(
+        "attention: head report over the test balls and pictures of a test match logged in %s; %s",
+        clock,
+        "; ".join(
+            f"head {r['layer']}.{r['head']} follows {r['specialises_in']}"
+            for r in heads.to_dict("records")
+            if not r["specialises_in"].startswith("nothing")
+        )
+        or "every head is near uniform",
+    )
     client = tracking.MlflowClient(run.uri)
     for key in ("selection/best_val_loss", "selection/epochs", *(k for k in results if k.startswith("calibration/"))):
         if results.get(key) is not None:
@@ -291,8 +354,13 @@ def preflight(cfg: DictConfig) -> None:
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     # The model's own checks, with stand-ins for the sizes the data gives it.
-    stand_in = {"n_numeric": 1, "n_batters": 1, "n_bowlers": 1, "n_venues": 1,
-                "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)]}
+    stand_in = {
+        "n_numeric": 1,
+        "n_batters": 1,
+        "n_bowlers": 1,
+        "n_venues": 1,
+        "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)],
+    }
     ModelConfig.from_dict({**stand_in, **OmegaConf.to_container(cfg.model, resolve=True)})
     teacher = cfg.data.get("teacher")
     if teacher and not 0 <= float(teacher.weight) <= 1:
@@ -303,19 +371,26 @@ def preflight(cfg: DictConfig) -> None:
     except ValueError as err:
         raise ConfigError(f"data.{err}") from None
     try:
-        tables = load_tables(list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir))
+        tables = load_tables(
+            list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir)
+        )
     except SourceError as err:
         raise ConfigError(f"data.sources: {err}") from None
     if tables.deliveries.empty:
-        found = f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}" if tables.skipped else \
-            "no match file with deliveries"
+        found = (
+            f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
+            if tables.skipped
+            else "no match file with deliveries"
+        )
         raise ConfigError(f"data.sources: nothing to train on in {', '.join(tables.sources)}: {found}")
     parts = split.split(tables.deliveries)
     for name, key in (("train", "train_until"), ("validation", "validation"), ("test", "test")):
         if parts[name].empty:
             have = season_range(tables.deliveries)
-            raise ConfigError(f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
-                              f"{name} seasons (the data has seasons {have})")
+            raise ConfigError(
+                f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
+                f"{name} seasons (the data has seasons {have})"
+            )
 
 
 def train(cfg: DictConfig) -> dict:
@@ -334,7 +409,9 @@ def train(cfg: DictConfig) -> dict:
         raise
     tracking.end_run(run.uri, run.run_id, "FINISHED")
     results["mlflow_run_id"] = run.run_id
-    print(f"MLflow run: {tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)} (after `make dashboard`)")
+    print(
+        f"MLflow run: {tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)} (after `make dashboard`)"
+    )
     return results
 
 
@@ -349,16 +426,20 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     folder = Path(cfg.resume).resolve()
     saved = folder / ".hydra" / "config.yaml"
     if not saved.is_file():
-        raise ConfigError(f"resume={cfg.resume}: no .hydra/config.yaml there; give the output folder of an earlier "
-                          "cricket-attn-train run")
+        raise ConfigError(
+            f"resume={cfg.resume}: no .hydra/config.yaml there; give the output folder of an earlier "
+            "cricket-attn-train run"
+        )
     run_cfg = OmegaConf.load(saved)
     given = [o for o in overrides if not o.lstrip("+~").startswith(("resume=", "hydra."))]
     for override in given:
         key = override.lstrip("+~").split("=", 1)[0]
         if key.startswith(FIXED_ON_RESUME) or key in (k.rstrip(".") for k in FIXED_ON_RESUME):
-            raise ConfigError(f"resume: {key} cannot change in a resumed run (it fixes the model, the data, the "
-                              f"split or what was chosen from them); the run has {key}="
-                              f"{OmegaConf.select(run_cfg, key, default='(not set)')}")
+            raise ConfigError(
+                f"resume: {key} cannot change in a resumed run (it fixes the model, the data, the "
+                f"split or what was chosen from them); the run has {key}="
+                f"{OmegaConf.select(run_cfg, key, default='(not set)')}"
+            )
     merged = OmegaConf.merge(run_cfg, OmegaConf.from_dotlist(given))
     with open_dict(merged):
         merged.resume = str(folder)

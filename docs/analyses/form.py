@@ -56,7 +56,7 @@ def oracle_forms(form: PlayerForm, s: pd.DataFrame) -> np.ndarray:
         total = mine.groupby("player")[["n", "runs", "wicket"]].sum()
         per = mine.set_index(["player", "match_id"])[["n", "runs", "wicket"]]
         other = total.reindex(per.index.get_level_values("player")).to_numpy() - per  # all but this match
-        f = (other[["runs", "wicket"]].to_numpy() / (other[["n"]].to_numpy() + form.balls))
+        f = other[["runs", "wicket"]].to_numpy() / (other[["n"]].to_numpy() + form.balls)
         lookup = pd.DataFrame(f, index=per.index, columns=["runs", "wicket"])
         keys = pd.MultiIndex.from_arrays([s[role].astype(str), s["match_id"].astype(str)])
         cols.append(lookup.reindex(keys).to_numpy())
@@ -93,8 +93,10 @@ def main() -> None:
 
     chosen = min(candidates, key=fitted_loss)
     print(f"balls chosen on 2024: {chosen} (of {candidates})")
-    print(f"{'seasons':<10} {'form':<8} {'balls':>7} {'model':>8} {'fitted there':>13} "
-          f"{'weights from 2024 [95% CI by match]':>36}  weights (batter runs, wicket, bowler runs, wicket)")
+    print(
+        f"{'seasons':<10} {'form':<8} {'balls':>7} {'model':>8} {'fitted there':>13} "
+        f"{'weights from 2024 [95% CI by match]':>36}  weights (batter runs, wicket, bowler runs, wicket)"
+    )
     w2024 = {}
     for name in seasons:
         s, log_p, y = data[name]
@@ -107,8 +109,10 @@ def main() -> None:
             there = ball_losses(w, log_p, y, f).mean() - base.mean()
             diff = ball_losses(w2024[oracle], log_p, y, f) - base
             ci = match_bootstrap(diff, s["match_id"])
-            print(f"{name:<10} {'oracle' if oracle else 'so far':<8} {len(y):>7,} {base.mean():>8.4f} {there:>+13.5f} "
-                  f"{diff.mean():>+9.5f} [{ci['ci_low']:+.4f}, {ci['ci_high']:+.4f}]  {np.round(w, 3).tolist()}")
+            print(
+                f"{name:<10} {'oracle' if oracle else 'so far':<8} {len(y):>7,} {base.mean():>8.4f} {there:>+13.5f} "
+                f"{diff.mean():>+9.5f} [{ci['ci_low']:+.4f}, {ci['ci_high']:+.4f}]  {np.round(w, 3).tolist()}"
+            )
 
 
 if __name__ == "__main__":

@@ -45,20 +45,28 @@ def main() -> None:
     if not len(chases) == len(a) == len(b):
         raise SystemExit("the two runs did not evaluate the same chase states")
     won = chases["won"]
-    scores = {"Brier": lambda q: (q - won) ** 2,
-              "log loss": lambda q: -(won * np.log(q.clip(1e-3, 1 - 1e-3)) + (1 - won) * np.log((1 - q).clip(1e-3, 1 - 1e-3)))}
+    scores = {
+        "Brier": lambda q: (q - won) ** 2,
+        "log loss": lambda q: (
+            -(won * np.log(q.clip(1e-3, 1 - 1e-3)) + (1 - won) * np.log((1 - q).clip(1e-3, 1 - 1e-3)))
+        ),
+    }
     for name, score in scores.items():
         first, second = score(chases["sim_win_a"]), score(chases["sim_win_b"])
-        print(f"chases, {name}: {first.mean():.4f} -> {second.mean():.4f}, {interval(second - first, chases['match_id'], 4)}; "
-              f"second - logistic {interval(second - score(chases['baseline_win']), chases['match_id'], 4)}")
+        print(
+            f"chases, {name}: {first.mean():.4f} -> {second.mean():.4f}, {interval(second - first, chases['match_id'], 4)}; "
+            f"second - logistic {interval(second - score(chases['baseline_win']), chases['match_id'], 4)}"
+        )
     a, b = (pd.read_parquet(folder / "first.parquet") for folder in (args.first, args.second))
     first = a.merge(b[KEYS + ["sim_total", "sim_q10", "sim_q90"]], on=KEYS, suffixes=("_a", "_b"))
     for over, part in first.groupby("over"):
         errors = {run: (part[f"sim_total_{run}"] - part["total"]).abs() for run in "ab"}
         cover = {run: part["total"].between(part[f"sim_q10_{run}"], part[f"sim_q90_{run}"]).mean() for run in "ab"}
-        print(f"first innings after {over} overs: MAE {errors['a'].mean():.2f} -> {errors['b'].mean():.2f}, "
-              f"{interval(errors['b'] - errors['a'], part['match_id'], 2)}; coverage {cover['a']:.3f} -> {cover['b']:.3f}; "
-              f"pinball {pinball(part, 'a').mean():.2f} -> {pinball(part, 'b').mean():.2f}")
+        print(
+            f"first innings after {over} overs: MAE {errors['a'].mean():.2f} -> {errors['b'].mean():.2f}, "
+            f"{interval(errors['b'] - errors['a'], part['match_id'], 2)}; coverage {cover['a']:.3f} -> {cover['b']:.3f}; "
+            f"pinball {pinball(part, 'a').mean():.2f} -> {pinball(part, 'b').mean():.2f}"
+        )
 
 
 if __name__ == "__main__":

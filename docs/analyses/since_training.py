@@ -45,11 +45,16 @@ def main() -> None:
 
     model = log_loss(balls)
     print(f"{keep.sum():,} balls of {args.seasons}; the model {model.mean():.4f} nats per ball")
-    for name, frame in (("recent level", with_offsets(balls, levels)), ("players' form", form.tilt(balls, dates)),
-                        ("both", form.tilt(with_offsets(balls, levels), dates))):
+    for name, frame in (
+        ("recent level", with_offsets(balls, levels)),
+        ("players' form", form.tilt(balls, dates)),
+        ("both", form.tilt(with_offsets(balls, levels), dates)),
+    ):
         diff = log_loss(frame) - model
         ci = match_bootstrap(diff, balls["match_id"][keep])
-        print(f"{name:<14} {log_loss(frame).mean():.4f}  {diff.mean():+.5f} [{ci['ci_low']:+.4f}, {ci['ci_high']:+.4f}]")
+        print(
+            f"{name:<14} {log_loss(frame).mean():.4f}  {diff.mean():+.5f} [{ci['ci_low']:+.4f}, {ci['ci_high']:+.4f}]"
+        )
 
 
 if __name__ == "__main__":

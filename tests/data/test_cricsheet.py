@@ -144,7 +144,9 @@ def test_outcome_precedence_on_real_deliveries(deliveries):
     assert (d.loc[d["wicket_count"] > 0, "outcome"] == "wicket").all()
     wides = d[(d["runs_wides"] > 0) & (d["wicket_count"] == 0)]
     assert (wides["outcome"] == "wide").all() and len(wides) > 0
-    byes = d[(d["runs_byes"] + d["runs_legbyes"] > 0) & (d["runs_batter"] == 0) & d["is_legal"] & (d["wicket_count"] == 0)]
+    byes = d[
+        (d["runs_byes"] + d["runs_legbyes"] > 0) & (d["runs_batter"] == 0) & d["is_legal"] & (d["wicket_count"] == 0)
+    ]
     assert (byes["outcome"] == "bye").all() and len(byes) > 0
     plain = d[d["is_legal"] & (d["wicket_count"] == 0) & (d["runs_byes"] + d["runs_legbyes"] == 0)]
     expected = plain["runs_batter"].map({0: "dot", 1: "1", 2: "2", 3: "3", 4: "4", 5: "3", 6: "6", 7: "3"})
@@ -153,8 +155,12 @@ def test_outcome_precedence_on_real_deliveries(deliveries):
 
 @pytest.mark.parametrize(
     ("season", "start", "year"),
-    [("2013", date(2013, 4, 3), 2013), (2013, date(2013, 4, 3), 2013), ("2020/21", date(2020, 9, 19), 2020),
-     ("2007/08", date(2008, 4, 18), 2008)],
+    [
+        ("2013", date(2013, 4, 3), 2013),
+        (2013, date(2013, 4, 3), 2013),
+        ("2020/21", date(2020, 9, 19), 2020),
+        ("2007/08", date(2008, 4, 18), 2008),
+    ],
 )
 def test_season_year(season, start, year):
     assert season_year(season, start) == year
@@ -170,24 +176,42 @@ def test_abandoned_match_yields_no_rows_and_no_error():
 
 
 BAD = {
-    "runs.batter": (lambda doc: doc["innings"][0]["overs"][2]["deliveries"][1]["runs"].update(batter="four"),
-                    "innings[0].overs[2].deliveries[1].runs.batter", "expected int, got 'four'"),
+    "runs.batter": (
+        lambda doc: doc["innings"][0]["overs"][2]["deliveries"][1]["runs"].update(batter="four"),
+        "innings[0].overs[2].deliveries[1].runs.batter",
+        "expected int, got 'four'",
+    ),
     "missing innings": (lambda doc: doc.pop("innings"), "innings", "missing"),
     "version": (lambda doc: doc["meta"].update(data_version="2.0.0"), "meta.data_version", "unsupported"),
-    "batter type": (lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),
-                    "innings[1].overs[0].deliveries[0].batter", "expected str"),
+    "batter type": (
+        lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),
+        "innings[1].overs[0].deliveries[0].batter",
+        "expected str",
+    ),
     "team": (lambda doc: doc["innings"][0].update(team="Nobody XI"), "innings[0].team", "not one of info.teams"),
-    "players": (lambda doc: doc["info"]["players"].update({"Sunrisers Hyderabad": ["DA Warner", 7]}),
-                "info.players.Sunrisers Hyderabad", "expected a list of player names"),
+    "players": (
+        lambda doc: doc["info"]["players"].update({"Sunrisers Hyderabad": ["DA Warner", 7]}),
+        "info.players.Sunrisers Hyderabad",
+        "expected a list of player names",
+    ),
     # Impossible numbers, each named for what is wrong with it.
     "negative batter": (lambda doc: ball(doc, batter=-1, extras={}), "deliveries[1].runs.batter", "negative: -1"),
-    "huge extras": (lambda doc: ball(doc, batter=0, extras={"byes": 10**18}), "deliveries[1].runs.extras",
-                    "1000000000000000000 extras off one ball is not possible"),
-    "negative wides": (lambda doc: ball(doc, batter=0, extras={"wides": -1, "byes": 1}), "deliveries[1].extras.wides",
-                       "-1 is not a number of runs one ball can give"),
-    "extras disagree": (lambda doc: ball(doc, batter=0, extras={"wides": 2}, runs_extras=1), "deliveries[1].extras",
-                        "wides 2 != runs.extras 1"),
-}  # fmt: skip
+    "huge extras": (
+        lambda doc: ball(doc, batter=0, extras={"byes": 10**18}),
+        "deliveries[1].runs.extras",
+        "1000000000000000000 extras off one ball is not possible",
+    ),
+    "negative wides": (
+        lambda doc: ball(doc, batter=0, extras={"wides": -1, "byes": 1}),
+        "deliveries[1].extras.wides",
+        "-1 is not a number of runs one ball can give",
+    ),
+    "extras disagree": (
+        lambda doc: ball(doc, batter=0, extras={"wides": 2}, runs_extras=1),
+        "deliveries[1].extras",
+        "wides 2 != runs.extras 1",
+    ),
+}
 
 
 def ball(doc: dict, batter: int, extras: dict, runs_extras: int | None = None) -> None:
@@ -216,8 +240,11 @@ def test_truncated_json_names_the_file():
 
 
 def test_json_that_is_not_a_match_is_a_bad_file_with_its_reason():
-    with pytest.raises(MatchFileError, match=r"package\.json: .* not a Cricsheet match \(no meta or info\): an object "
-                                             r"with keys name"):
+    with pytest.raises(
+        MatchFileError,
+        match=r"package\.json: .* not a Cricsheet match \(no meta or info\): an object "
+        r"with keys name",
+    ):
         parse_match(MatchFile("package.json", "package", b'{"name": "x"}'))
     with pytest.raises(MatchFileError, match="not a Cricsheet match .*: a JSON list"):
         parse_match(MatchFile("list.json", "list", b"[1, 2]"))

@@ -10,9 +10,15 @@ from tests.conftest import FIXTURES
 
 
 def make(data_config, tmp_path, **kw) -> CricketDataModule:
-    dm = CricketDataModule(sources=[str(FIXTURES)], data_dir=str(tmp_path), min_count=5, batch_size=4,
-                           phases=OmegaConf.to_container(data_config.phases),
-                           split=OmegaConf.to_container(data_config.split), **kw)
+    dm = CricketDataModule(
+        sources=[str(FIXTURES)],
+        data_dir=str(tmp_path),
+        min_count=5,
+        batch_size=4,
+        phases=OmegaConf.to_container(data_config.phases),
+        split=OmegaConf.to_container(data_config.split),
+        **kw,
+    )
     dm.prepare_data()
     dm.setup("fit")
     return dm
@@ -42,5 +48,7 @@ def test_recency_weights_halve_every_half_life(data_config, tmp_path):
     assert (t["weight"][~t["mask"]] == 0).all()
     # Fixture training seasons run 2008-2023: a 2008 ball weighs 0.5 ** (15 / 4) of a 2023 ball,
     # and the weights average 1 over the training balls.
-    assert torch.isclose(w.min() / w.max(), torch.tensor(0.5 ** (15 / 4))) and torch.isclose(w.mean(), torch.tensor(1.0))
+    assert torch.isclose(w.min() / w.max(), torch.tensor(0.5 ** (15 / 4))) and torch.isclose(
+        w.mean(), torch.tensor(1.0)
+    )
     assert "weight" not in dm.datasets["validation"].tensors

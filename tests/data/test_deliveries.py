@@ -29,7 +29,11 @@ def test_columns_and_order(fixture_tables):
 def test_registry_ids(deliveries):
     first = deliveries[deliveries["match_id"] == "1082591"].iloc[0]
     assert (first["batter"], first["batter_id"], first["bowler"], first["bowler_id"]) == (
-        "DA Warner", "dcce6f09", "TS Mills", "245c97cb")  # fmt: skip
+        "DA Warner",
+        "dcce6f09",
+        "TS Mills",
+        "245c97cb",
+    )
     assert deliveries["batter_id"].notna().all() and deliveries["bowler_id"].notna().all()
 
 
@@ -37,8 +41,11 @@ def test_each_side_is_listed_in_the_order_of_the_file(fixture_tables):
     m = fixture_tables.matches.set_index("match_id").loc["1473439"]
     assert m["team1"] == "Sunrisers Hyderabad"
     assert m["team1_players"].split(";")[:3] == ["A Zampa", "Abhishek Sharma", "TM Head"]
-    assert all(len(m[c].split(";")) in (11, 12) for m in fixture_tables.matches.to_dict("records")
-               for c in ("team1_players", "team2_players"))
+    assert all(
+        len(m[c].split(";")) in (11, 12)
+        for m in fixture_tables.matches.to_dict("records")
+        for c in ("team1_players", "team2_players")
+    )
 
 
 def test_no_result_match_has_its_deliveries(fixture_tables):
@@ -72,11 +79,13 @@ def test_other_formats_and_rule_validation(phases):
     d = build_tables([MatchFile("test.json", "t", json.dumps(doc).encode())], phases).deliveries
     assert (d["phase"] == "middle").all()
     with pytest.raises(ValueError, match="unit"):
-        PhaseRules.from_config({"formats": {"x": {"match_types": ["T20"], "unit": "inning", "powerplay": [1, 6],
-                                                  "death": [16, 20]}}})  # fmt: skip
+        PhaseRules.from_config(
+            {"formats": {"x": {"match_types": ["T20"], "unit": "inning", "powerplay": [1, 6], "death": [16, 20]}}}
+        )
     with pytest.raises(ValueError, match="must end before"):
-        PhaseRules.from_config({"formats": {"x": {"match_types": ["T20"], "unit": "over", "powerplay": [1, 16],
-                                                  "death": [16, 20]}}})  # fmt: skip
+        PhaseRules.from_config(
+            {"formats": {"x": {"match_types": ["T20"], "unit": "over", "powerplay": [1, 16], "death": [16, 20]}}}
+        )
 
 
 def test_bad_files_are_skipped_and_good_ones_kept(phases, tmp_path):

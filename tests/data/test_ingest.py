@@ -46,12 +46,18 @@ def test_bad_sources_and_arguments(tmp_path, capsys):
     assert exit_.value.code == 2
 
 
-@pytest.mark.parametrize("what, files, found", [
-    ("an empty folder", {}, "found no files at all; none is a Cricsheet match file"),
-    ("text files", {"a.txt": b"x", "b.txt": b"y"}, "found 2 files (2 .txt); none is a Cricsheet match file"),
-    ("JSON that is no match", {"x.json": b'{"foo": 1}', "y.json": b"[1]"},
-     "found 2 files (2 .json); all 2 match file(s) were skipped"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "what, files, found",
+    [
+        ("an empty folder", {}, "found no files at all; none is a Cricsheet match file"),
+        ("text files", {"a.txt": b"x", "b.txt": b"y"}, "found 2 files (2 .txt); none is a Cricsheet match file"),
+        (
+            "JSON that is no match",
+            {"x.json": b'{"foo": 1}', "y.json": b"[1]"},
+            "found 2 files (2 .json); all 2 match file(s) were skipped",
+        ),
+    ],
+)
 def test_nothing_ingested_is_an_error_naming_what_was_there(tmp_path, capsys, what, files, found):
     src = tmp_path / "src"
     src.mkdir()

@@ -60,8 +60,9 @@ def test_changing_ball_k_or_later_leaves_predictions_up_to_k_unchanged(encoder, 
     innings = parts["test"]
     first = innings[(innings["match_id"] == innings["match_id"].iloc[0]) & (innings["innings"] == 1)].copy()
     torch.manual_seed(0)
-    model = CricketTransformer(ModelConfig(**encoder.model_dims(), d_model=16, n_heads=2, max_len=200,
-                                           numeric_embedding=numeric_embedding)).eval()
+    model = CricketTransformer(
+        ModelConfig(**encoder.model_dims(), d_model=16, n_heads=2, max_len=200, numeric_embedding=numeric_embedding)
+    ).eval()
 
     def predict(d):
         batch = encoder.encode(d).collate([0])
@@ -79,7 +80,7 @@ def test_changing_ball_k_or_later_leaves_predictions_up_to_k_unchanged(encoder, 
         changed.loc[later[1:], "outcome"] = "wicket"
         after = predict(changed)
         assert torch.equal(after[: k + 1], base[: k + 1]), f"ball {k} leaked into earlier predictions"
-        assert not torch.allclose(after[k + 1:], base[k + 1:])
+        assert not torch.allclose(after[k + 1 :], base[k + 1 :])
 
 
 def test_encoder_round_trips_through_plain_python(encoder, parts):
@@ -153,7 +154,9 @@ def test_players_histories_in_the_batches(deliveries, parts):
     B, P = batch["batter_history"].shape[:2]
     assert batch["batter_history"].shape == (B, P, 8, 4) and batch["batter_slot"].shape == batch["batter"].shape
     real = batch["mask"]
-    assert (batch["batter_slot"][real] < P).all() and (batch["bowler_slot"][real] < batch["bowler_history"].shape[1]).all()
+    assert (batch["batter_slot"][real] < P).all() and (
+        batch["bowler_slot"][real] < batch["bowler_history"].shape[1]
+    ).all()
     # Balls with the same batter in a sequence share his slot; different batters have different slots.
     names = parts["test"][~parts["test"]["is_super_over"].astype(bool)]
     key = player_key(names, "batter")

@@ -20,7 +20,7 @@ from cricket_attn.scoring.attention import (
     main,
     parse_ball,
     report_table,
-)  # fmt: skip
+)
 from tests.conftest import FIXTURES
 
 # Radians per legal ball of the sinusoidal part's second pair of channels at width 4 (10000^(-2/4)): one
@@ -35,8 +35,15 @@ def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, Seque
     of the previous legal ball; head 1's query and key are the bowler vector, so it matches the same
     bowler's balls (and the ball itself)."""
     encoder = SequenceEncoder.fit(deliveries, min_count=1)
-    cfg = ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=32, n_heads=2, n_layers=1,
-                      dropout=0.0, positional_parts=("absolute",), positional_dim=4)
+    cfg = ModelConfig(
+        **{**encoder.model_dims(), "numeric_quantiles": None},
+        d_model=32,
+        n_heads=2,
+        n_layers=1,
+        dropout=0.0,
+        positional_parts=("absolute",),
+        positional_dim=4,
+    )
     model = CricketTransformer(cfg).eval()
     C, hd = cfg.d_model, cfg.d_model // cfg.n_heads
     with torch.no_grad():
@@ -44,7 +51,9 @@ def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, Seque
             p.zero_()
         model.blocks[0].ln1.weight.fill_(1.0)
         # The part's channels are sin(p), cos(p), sin(ANGLE p), cos(ANGLE p): the projection takes the slow pair.
-        assert torch.allclose(model.position.absolute[:, 2], torch.sin(ANGLE * torch.arange(cfg.max_balls).float()), atol=1e-5)
+        assert torch.allclose(
+            model.position.absolute[:, 2], torch.sin(ANGLE * torch.arange(cfg.max_balls).float()), atol=1e-5
+        )
         proj = model.position.proj.weight  # (C, 4)
         proj[0, 3], proj[1, 2], proj[2, 3], proj[3, 2] = 1.0, 1.0, -1.0, -1.0
         g = torch.Generator().manual_seed(0)
@@ -54,9 +63,9 @@ def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, Seque
         w = model.blocks[0].attn.qkv.weight  # rows: queries, keys, values; head h takes rows h*hd .. (h+1)*hd
         turn, scale = torch.tensor([[math.cos(ANGLE), math.sin(ANGLE)], [-math.sin(ANGLE), math.cos(ANGLE)]]), 2e5
         w[0:2, 0:2] = scale * turn  # head 0 query: the angle one ball back
-        w[C:C + 2, 0:2] = torch.eye(2)  # head 0 key: the angle
-        w[hd:hd + 14, 4:18] = 50 * torch.eye(14)  # head 1 query: the bowler
-        w[C + hd:C + hd + 14, 4:18] = torch.eye(14)  # head 1 key: the bowler
+        w[C : C + 2, 0:2] = torch.eye(2)  # head 0 key: the angle
+        w[hd : hd + 14, 4:18] = 50 * torch.eye(14)  # head 1 query: the bowler
+        w[C + hd : C + hd + 14, 4:18] = torch.eye(14)  # head 1 key: the bowler
     return model, encoder
 
 
@@ -119,8 +128,10 @@ def test_pictures_of_a_real_match(deliveries, tmp_path):
     model, encoder = hand_made_heads(deliveries)
     match = deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[0]]
     drawn = draw_match(model, encoder, match, tmp_path, innings=2, ball=(10, 1))
-    assert [p.name for p in drawn] == [f"{match['match_id'].iloc[0]}_innings2.png",
-                                       f"{match['match_id'].iloc[0]}_innings2_ball10.1.png"]
+    assert [p.name for p in drawn] == [
+        f"{match['match_id'].iloc[0]}_innings2.png",
+        f"{match['match_id'].iloc[0]}_innings2_ball10.1.png",
+    ]
     assert all(p.stat().st_size > 20_000 for p in drawn)  # drawn, not blank
     with pytest.raises(ValueError, match="has no ball 30.1"):
         draw_match(model, encoder, match, tmp_path, innings=2, ball=(30, 1))
@@ -132,8 +143,25 @@ def test_pictures_of_a_real_match(deliveries, tmp_path):
 def test_cli_draws_and_reports(tracked_run, tmp_path, capsys):
     checkpoint = tracked_run["results"]["checkpoint"]
     match = "1473438"
-    assert main(["--model", checkpoint, "--out", str(tmp_path), "--match", match, "--innings", "2",
-                 "--ball", "5.1", "--report", str(FIXTURES)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                checkpoint,
+                "--out",
+                str(tmp_path),
+                "--match",
+                match,
+                "--innings",
+                "2",
+                "--ball",
+                "5.1",
+                "--report",
+                str(FIXTURES),
+            ]
+        )
+        == 0
+    )
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["1473438_innings2.png", "1473438_innings2_ball5.1.png", "heads.csv", "heads.md"]
     heads = pd.read_csv(tmp_path / "heads.csv")

@@ -29,11 +29,17 @@ def test_a_players_form_is_his_earlier_matches_less_the_league(fixture_simulator
     # excess runs and wickets over his balls there, shrunk by 50 balls.
     days = sorted(dates.unique())
     runs, wicket = residuals(balls)
-    league = pd.DataFrame({"match_id": balls["match_id"], "runs": runs, "wicket": wicket}).groupby("match_id").transform("mean")
+    league = (
+        pd.DataFrame({"match_id": balls["match_id"], "runs": runs, "wicket": wicket})
+        .groupby("match_id")
+        .transform("mean")
+    )
     first_day = balls["match_id"].map(dates) == days[0]
     batter = balls.loc[first_day, "batter"].iloc[0]
     mine = (first_day & (balls["batter"] == batter)).to_numpy()
-    expected = np.array([(runs[mine] - league["runs"][mine]).sum(), (wicket[mine] - league["wicket"][mine]).sum()]) / (mine.sum() + 50)
+    expected = np.array([(runs[mine] - league["runs"][mine]).sum(), (wicket[mine] - league["wicket"][mine]).sum()]) / (
+        mine.sum() + 50
+    )
     assert np.allclose(form.forms("batter", [batter, "nobody"], days[0]), 0.0)
     assert np.allclose(form.forms("batter", [batter, "nobody"], days[1]), [expected, [0.0, 0.0]])
     # The offsets: his runs form along the classes' runs, his wicket form on the wicket class alone.
@@ -54,7 +60,9 @@ def test_the_tilt_keeps_distributions_and_its_weights_fit_a_known_form(fixture_s
     f = form.ball_forms(scored, dates)
     assert (f[(scored["match_id"].map(dates) == dates.min()).to_numpy()] == 0).all() and (f != 0).any()
     # Zero weights: the model as it is.
-    assert np.allclose(replace(form, weights=(0.0,) * 4).tilt(scored, dates)[list(PROB_COLUMNS)], scored[list(PROB_COLUMNS)])
+    assert np.allclose(
+        replace(form, weights=(0.0,) * 4).tilt(scored, dates)[list(PROB_COLUMNS)], scored[list(PROB_COLUMNS)]
+    )
     # Outcomes drawn from a known tilt of the model's own distributions: the fit finds its weights.
     rng = np.random.default_rng(0)
     many = np.repeat(np.arange(len(scored)), 40)
@@ -77,18 +85,31 @@ def test_the_simulator_takes_each_slots_form(fixture_simulator, fixture_tables, 
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     # Every batter of the side in great form with the runs (a made-up table, one earlier match each).
     day = pd.Timestamp(inn["date"].iloc[0]) - pd.Timedelta(days=1)
-    table = pd.DataFrame({"role": "batter", "player": setup.batting, "match_id": "earlier", "date": day,
-                          "n": 20, "runs": 40.0, "wicket": -2.0})
+    table = pd.DataFrame(
+        {
+            "role": "batter",
+            "player": setup.batting,
+            "match_id": "earlier",
+            "date": day,
+            "n": 20,
+            "runs": 40.0,
+            "wicket": -2.0,
+        }
+    )
     hot = PlayerForm(table, balls=20.0, weights=(1.0, 10.0, 0.0, 0.0))
     points = innings_points(sim, setup, inn, [0], None)
     here = replace(sim, form=hot)
     bat, bowl = here.form_offsets(points[0].state)
-    assert torch.allclose(bat[:len(setup.batting)], torch.as_tensor(hot.offsets("batter", setup.batting, day + pd.Timedelta(days=1)), dtype=torch.float32))
-    assert (bat[len(setup.batting):] == 0).all() and (bowl == 0).all()
+    assert torch.allclose(
+        bat[: len(setup.batting)],
+        torch.as_tensor(hot.offsets("batter", setup.batting, day + pd.Timedelta(days=1)), dtype=torch.float32),
+    )
+    assert (bat[len(setup.batting) :] == 0).all() and (bowl == 0).all()
     ends = {}
     for name, s in (("model", sim), ("in form", here)):
-        ends[name] = simulate_points(s, points, inn, str(inn["batting_team"].iloc[0]), inn["date"].iloc[0], 64,
-                                     torch.Generator().manual_seed(0))
+        ends[name] = simulate_points(
+            s, points, inn, str(inn["batting_team"].iloc[0]), inn["date"].iloc[0], 64, torch.Generator().manual_seed(0)
+        )
     assert ends["in form"].runs.float().mean() > ends["model"].runs.float().mean() + 10
     assert ends["in form"].wickets.float().mean() < ends["model"].wickets.float().mean()
     assert bat.shape == (len(points[0].state.batter_ids), len(OUTCOMES))

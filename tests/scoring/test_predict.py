@@ -26,7 +26,7 @@ def live_copy(folder, keep_overs: int = 12, keep_balls: int = 3, rename: str | N
     doc = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())
     doc["info"].pop("outcome", None)
     chase = doc["innings"][1]
-    chase["overs"] = chase["overs"][:keep_overs + 1]
+    chase["overs"] = chase["overs"][: keep_overs + 1]
     chase["overs"][-1]["deliveries"] = chase["overs"][-1]["deliveries"][:keep_balls]
     if rename:
         for over in chase["overs"]:
@@ -124,14 +124,16 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
     every match of the training seasons, as they were."""
     from cricket_attn.scoring.recent import recent_offsets, with_offsets
 
-    moved, plain = (predicted_with(checkpoint, tmp_path, "--recent-level", level, "--no-form") for level in ("200", "0"))
+    moved, plain = (
+        predicted_with(checkpoint, tmp_path, "--recent-level", level, "--no-form") for level in ("200", "0")
+    )
     trained = load_trained(checkpoint)
     seasons = deliveries.groupby("match_id")["season"].first()
     later = seasons[seasons > trained.encoder.last_season]
     first_later = deliveries[deliveries["match_id"].isin(later.index)].groupby("match_id")["date"].first().idxmin()
     p = moved[list(PROB_COLUMNS)].to_numpy()
     assert np.abs(p.sum(axis=1) - 1).max() < 1e-6 and len(moved) == len(plain)
-    changed = (np.abs(p - plain[list(PROB_COLUMNS)].to_numpy()).max(axis=1) > 1e-9)
+    changed = np.abs(p - plain[list(PROB_COLUMNS)].to_numpy()).max(axis=1) > 1e-9
     by_match = pd.Series(changed).groupby(moved["match_id"].astype(str).to_numpy()).any()
     assert not by_match[[m for m in seasons.index if m not in later.index]].any() and not by_match[first_later]
     assert by_match[[m for m in later.index if m != first_later]].all()
@@ -150,7 +152,9 @@ def test_players_form_tilts_each_match_by_the_matches_before_it(checkpoint, deli
     from cricket_attn.scoring.form import PlayerForm
     from cricket_attn.scoring.recent import balls_since
 
-    tilted, plain = (predicted_with(checkpoint, tmp_path, "--recent-level", "0", flag) for flag in ("--form", "--no-form"))
+    tilted, plain = (
+        predicted_with(checkpoint, tmp_path, "--recent-level", "0", flag) for flag in ("--form", "--no-form")
+    )
     trained = load_trained(checkpoint)
     seasons = deliveries.groupby("match_id")["season"].first()
     later = seasons[seasons > trained.encoder.last_season]
@@ -220,8 +224,20 @@ def test_a_missing_or_foreign_model_fails_before_reading_data(tmp_path, capsys):
     assert main(["--model", str(foreign), "--out", str(out), str(tmp_path / "no_such_source")]) == 2
     err = capsys.readouterr().err
     assert "not a cricket_attn checkpoint" in err and len(err.strip().splitlines()) == 1
-    assert main(["--model", "runs:/0123456789abcdef/model", "--out", str(out), "--tracking-uri",
-                 f"sqlite:///{tmp_path / 'mlflow.db'}", str(FIXTURES)]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                "runs:/0123456789abcdef/model",
+                "--out",
+                str(out),
+                "--tracking-uri",
+                f"sqlite:///{tmp_path / 'mlflow.db'}",
+                str(FIXTURES),
+            ]
+        )
+        == 2
+    )
     assert "no such MLflow model" in capsys.readouterr().err
     assert out.read_text() == "previous results"
 
@@ -254,8 +270,20 @@ def test_a_match_longer_than_the_model_is_left_out_by_name_and_the_rest_scored(c
     printed = capsys.readouterr().out
     assert f"match 1082591: an innings of {balls} deliveries is longer than the model takes (160" in printed
     assert set(pd.read_csv(out, dtype={"match_id": str})["match_id"]) == {"1359475"}
-    assert main(["--model", checkpoint, "--out", str(tmp_path / "s.csv"), "--strict", str(long),
-                 str(FIXTURES / "1359475.json")]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                checkpoint,
+                "--out",
+                str(tmp_path / "s.csv"),
+                "--strict",
+                str(long),
+                str(FIXTURES / "1359475.json"),
+            ]
+        )
+        == 2
+    )
     assert "--strict: match 1082591: an innings of" in capsys.readouterr().err and not (tmp_path / "s.csv").exists()
 
 
@@ -279,8 +307,10 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
     assert main(["--model", checkpoint, "--out", str(tmp_path / "folder.csv"), str(FIXTURES / "1359475.json")]) == 2
     assert "is a folder" in capsys.readouterr().err
     (tmp_path / "notes.txt").write_text("a file, not a folder")
-    assert main(["--model", checkpoint, "--out", str(tmp_path / "notes.txt" / "s.csv"),
-                 str(FIXTURES / "1359475.json")]) == 2
+    assert (
+        main(["--model", checkpoint, "--out", str(tmp_path / "notes.txt" / "s.csv"), str(FIXTURES / "1359475.json")])
+        == 2
+    )
     assert f"cannot write in {tmp_path / 'notes.txt'} (not a folder)" in capsys.readouterr().err
 
 
@@ -303,8 +333,9 @@ def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
     trained.encoder.attach_histories(everything.deliveries)
     d = everything.deliveries
     expected = trained.score(d[d["match_id"] == "1527675"])
-    assert np.allclose(with_history[list(PROB_COLUMNS)].to_numpy()[: len(expected)],
-                       expected[list(PROB_COLUMNS)].to_numpy(), atol=1e-6)
+    assert np.allclose(
+        with_history[list(PROB_COLUMNS)].to_numpy()[: len(expected)], expected[list(PROB_COLUMNS)].to_numpy(), atol=1e-6
+    )
     assert main(["--model", results["checkpoint"], "--out", str(out), "--history", str(match), str(match)]) == 0
     alone = pd.read_csv(out)
     # (the tiny model's histories move its probabilities a little, but they move them)

@@ -26,7 +26,9 @@ def scored_by_marginal(deliveries: pd.DataFrame, shift: np.ndarray) -> pd.DataFr
     assert not np.isnan(mix).any()  # every class happens in the fixture matches
     p = np.exp(np.log(mix) + shift)
     p = p / p.sum()
-    return d[["match_id", "innings", "delivery_index", "outcome"]].assign(**{c: p[i] for i, c in enumerate(PROB_COLUMNS)})
+    return d[["match_id", "innings", "delivery_index", "outcome"]].assign(
+        **{c: p[i] for i, c in enumerate(PROB_COLUMNS)}
+    )
 
 
 def test_offsets_find_a_known_shift_in_real_outcomes(deliveries):
@@ -75,15 +77,24 @@ def test_the_simulator_takes_the_offsets(fixture_simulator, fixture_tables, deli
     wicket[OUTCOMES.index("wicket")] = 2.0
     ends = {}
     for name, here in (("model", sim), ("more wickets", replace(sim, offsets=wicket))):
-        ends[name] = simulate_points(here, points, inn, str(inn["batting_team"].iloc[0]), inn["date"].iloc[0], 64,
-                                     torch.Generator().manual_seed(0))
+        ends[name] = simulate_points(
+            here,
+            points,
+            inn,
+            str(inn["batting_team"].iloc[0]),
+            inn["date"].iloc[0],
+            64,
+            torch.Generator().manual_seed(0),
+        )
     assert ends["more wickets"].wickets.float().mean() > ends["model"].wickets.float().mean() + 1
     assert ends["more wickets"].legal.float().mean() < ends["model"].legal.float().mean()
 
 
 @pytest.mark.parametrize("parse_args", [predict.parse_args, simulate.parse_args, simulate_eval.parse_args])
 def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
-    required = ["--model", "m.ckpt"] + (["--out", "o.parquet", "match.json"] if parse_args is not simulate_eval.parse_args else [])
+    required = ["--model", "m.ckpt"] + (
+        ["--out", "o.parquet", "match.json"] if parse_args is not simulate_eval.parse_args else []
+    )
     assert parse_args([*required, "--recent-level", "0"]).recent_level == 0.0
     for bad in ("-1", "nan"):
         with pytest.raises(SystemExit):

@@ -34,8 +34,13 @@ def test_the_logistic_baseline_reads_the_chase_the_right_way(states):
 def test_evaluation_reports_every_checkpoint(fixture_simulator, fixture_tables):
     r = evaluate(fixture_simulator, fixture_tables.deliveries, fixture_tables.matches, 2024, [2025, 2026], n=4)
     win, totals = r["win"], r["totals"]
-    assert list(win["states"]) == ["all over starts", "chase start", "after 6 overs", "after 10 overs",
-                                   "after 15 overs"]
+    assert list(win["states"]) == [
+        "all over starts",
+        "chase start",
+        "after 6 overs",
+        "after 10 overs",
+        "after 15 overs",
+    ]
     assert win["matches"].iloc[0] == 5 and r["no_result_matches"] == 0
     assert ((win["simulator_brier"] >= 0) & (win["simulator_brier"] <= 1)).all()
     assert list(totals["after_overs"]) == [6, 10, 15] and (totals["simulator_mae"] >= 0).all()

@@ -50,7 +50,9 @@ def test_a_match_is_projected_from_every_over_start(fixture_simulator, fixture_t
     assert (out["projected_total_q50"] <= out["projected_total_q90"]).all()
     assert (out["projected_total"] >= out["runs"]).all()
     chase = out[out["innings"] == 2]
-    assert (chase["target"] == match["target_runs"].dropna().iloc[0]).all() and out.loc[out["innings"] == 1, "target"].isna().all()
+    assert (chase["target"] == match["target_runs"].dropna().iloc[0]).all() and out.loc[
+        out["innings"] == 1, "target"
+    ].isna().all()
     again = project_match(fixture_simulator, match, fixture_tables.matches, n=16, seed=1)
     pd.testing.assert_frame_equal(out, again)  # same seed, same numbers
 
@@ -84,7 +86,7 @@ def test_the_chosen_batter_comes_in_after_a_wicket(fixture_simulator, fixture_ta
     match = deliveries[deliveries["match_id"] == "1473439"].reset_index(drop=True)
     chase = match[match["innings"] == 2]
     fell = chase.index[chase["wicket_count"] > 0]
-    live = match.iloc[:fell[1] + 1]  # the chase's second wicket has just fallen
+    live = match.iloc[: fell[1] + 1]  # the chase's second wicket has just fallen
     ctx = MatchContext.of(live, fixture_tables.matches)
     setup, inn = ctx.setups[2], ctx.innings[2]
     batted = set(inn["batter"].astype(str)) | set(inn["non_striker"].astype(str))
@@ -122,8 +124,9 @@ def test_a_model_that_reads_the_first_innings_is_refused_by_name(fixture_simulat
         Simulator(sim.model, replace(sim.encoder, history_balls=8), sim.phases, sim.scorebook, sim.usage)
 
 
-def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(fixture_simulator, fixture_tables,
-                                                                               deliveries):
+def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(
+    fixture_simulator, fixture_tables, deliveries
+):
     """A model reading its players' histories: from the cached real balls at several points of a real chase,
     and from the innings' start with nothing cached, the next ball's distribution equals the full pass over
     the real innings (whose histories the encoder lists by order of appearance, the simulator by the sides'
@@ -134,8 +137,9 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(f
     encoder = replace(sim.encoder, history_balls=8)
     encoder.attach_histories(deliveries)
     torch.manual_seed(2)
-    model = CricketTransformer(ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16,
-                                           n_heads=2, n_layers=2)).eval()
+    model = CricketTransformer(
+        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16, n_heads=2, n_layers=2)
+    ).eval()
     sim = replace(sim, model=model, encoder=encoder)
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
@@ -165,14 +169,17 @@ def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulato
 
     sim = fixture_simulator
     torch.manual_seed(1)
-    model = CricketTransformer(ModelConfig(**sim.encoder.model_dims(), numeric_embedding="bins", d_model=16,
-                                           n_heads=2, n_layers=2)).eval()
+    model = CricketTransformer(
+        ModelConfig(**sim.encoder.model_dims(), numeric_embedding="bins", d_model=16, n_heads=2, n_layers=2)
+    ).eval()
     assert model.cfg.numeric_quantiles is not None
     sim = replace(sim, model=model)
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     at = [0, 9, 50, len(inn) - 1]
-    state = InningsState.stack([p.state for p in innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))])
+    state = InningsState.stack(
+        [p.state for p in innings_points(sim, setup, inn, at, float(inn["target_runs"].iloc[0]))]
+    )
     got = {}
     with torch.no_grad():
         for by_slot in (False, True):

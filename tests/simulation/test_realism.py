@@ -42,21 +42,34 @@ def test_per_ball_levels_compare_real_balls_with_the_models_expectation(fixture_
     chase = test["target_runs"].notna()
     for (season, kind), row in levels.set_index(["season", "innings_kind"]).iterrows():
         real = test[(test["season"] == season) & (chase == (kind == "chase"))]
-        assert np.isclose(row["real_runs"], real["runs_total"].mean()) and row["innings"] == real.groupby(
-            ["match_id", "innings"], observed=True).ngroups
+        assert (
+            np.isclose(row["real_runs"], real["runs_total"].mean())
+            and row["innings"] == real.groupby(["match_id", "innings"], observed=True).ngroups
+        )
     values = class_values(train)
     shares = class_frequencies(train).to_numpy()
     assert np.allclose(levels["model_runs"], shares @ values["runs"].to_numpy(), atol=0.05)
     assert np.allclose(levels["model_wickets"], shares @ values["wickets"].to_numpy(), atol=0.01)
     # With the simulator's players' form (every batter of a later match out of form for wickets), as simulated.
     later = test[test["season"] > fixture_simulator.encoder.last_season]
-    table = pd.DataFrame({"role": "batter", "player": later["batter"].astype(str).unique(), "match_id": "earlier",
-                          "date": pd.Timestamp(later["date"].min()) - pd.Timedelta(days=1), "n": 30, "runs": 0.0,
-                          "wicket": 3.0})
-    cold = per_ball_levels(replace(fixture_simulator, form=PlayerForm(table, balls=30.0, weights=(0.0, 10.0, 0.0, 0.0))),
-                           later, train)
+    table = pd.DataFrame(
+        {
+            "role": "batter",
+            "player": later["batter"].astype(str).unique(),
+            "match_id": "earlier",
+            "date": pd.Timestamp(later["date"].min()) - pd.Timedelta(days=1),
+            "n": 30,
+            "runs": 0.0,
+            "wicket": 3.0,
+        }
+    )
+    cold = per_ball_levels(
+        replace(fixture_simulator, form=PlayerForm(table, balls=30.0, weights=(0.0, 10.0, 0.0, 0.0))), later, train
+    )
     plain = per_ball_levels(fixture_simulator, later, train)
-    assert (cold["model_wickets"] > plain["model_wickets"] + 0.01).all() and np.allclose(cold["real_runs"], plain["real_runs"])
+    assert (cold["model_wickets"] > plain["model_wickets"] + 0.01).all() and np.allclose(
+        cold["real_runs"], plain["real_runs"]
+    )
 
 
 def test_the_bowler_rule_is_scored_on_every_over_after_the_first(fixture_simulator, fixture_tables, deliveries):
@@ -83,30 +96,41 @@ def test_innings_simulated_from_ball_0_are_set_beside_the_real_ones(fixture_simu
     assert (hot["sim_sixes"] > per_innings["sim_sixes"] + 3).all()
 
 
-def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(fixture_simulator, fixture_tables, deliveries):
+def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(
+    fixture_simulator, fixture_tables, deliveries
+):
     match = regular(deliveries[deliveries["match_id"] == "1473439"])
     first = match[match["innings"] == 1].reset_index(drop=True)
     setup = InningsSetup.from_table(first, fixture_tables.matches)
     # The real order: who came to the crease, openers first, then those who did not bat.
     order = real_order(setup, first).batting
     came = list(dict.fromkeys(x for pair in zip(first["batter"], first["non_striker"]) for x in pair))
-    assert order[:len(came)] == came and sorted(order) == sorted(setup.batting)
+    assert order[: len(came)] == came and sorted(order) == sorted(setup.batting)
     # The real bowlers: at each over's start (his over not yet counted), the real bowler is all but certain.
     starts = over_starts(first)[1:]
     state = InningsState.stack([p.state for p in innings_points(fixture_simulator, setup, first, starts, None)])
     real = state.bowler.clone()
     state.bowler_overs[torch.arange(state.n), real] -= 1
-    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, str(first["bowling_team"].iloc[0]), first["date"].iloc[0])
+    rule = BowlerChoice.for_innings(
+        state, fixture_simulator.usage, str(first["bowling_team"].iloc[0]), first["date"].iloc[0]
+    )
     took = real_bowlers(rule, setup, first).probabilities(state)[torch.arange(state.n), real]
     assert (took > 0.999).all() and (rule.probabilities(state)[torch.arange(state.n), real] < 0.999).any()
     # From the points after 6 and 10 overs: each way's mean projection; `rules` is the evaluation's own.
     per = who_plays(fixture_simulator, match, fixture_tables.matches, overs=(6, 10), n=6, seed=3)
     assert list(per["after_overs"]) == [6, 10] and (per["total"] == first["runs_total"].sum()).all()
     points = innings_points(fixture_simulator, setup, first, [over_starts(first)[6], over_starts(first)[10]], None)
-    plain = simulate_points(fixture_simulator, points, first, str(first["bowling_team"].iloc[0]), first["date"].iloc[0],
-                            6, torch.Generator().manual_seed(3))
+    plain = simulate_points(
+        fixture_simulator,
+        points,
+        first,
+        str(first["bowling_team"].iloc[0]),
+        first["date"].iloc[0],
+        6,
+        torch.Generator().manual_seed(3),
+    )
     assert np.allclose(per["rules"], plain.runs.double().view(2, 6).mean(1).numpy())
-    scored = [first["runs_total"].iloc[:over_starts(first)[k]].sum() for k in (6, 10)]
+    scored = [first["runs_total"].iloc[: over_starts(first)[k]].sum() for k in (6, 10)]
     assert (per[list(WAYS)].to_numpy() >= np.array(scored)[:, None]).all()  # no way unscores the real runs
     table = who_plays_table(per)
     assert list(table["innings"]) == [1, 1] and np.allclose(table["rules_bias"], per["rules"] - per["total"])

@@ -33,4 +33,8 @@ def test_the_innings_spread_widens_the_totals_around_the_same_level(fixture_simu
     assert hot[0, 5] > p[0, 5] > cold[0, 5] and hot[0, 0] < p[0, 0] < cold[0, 0]
     assert torch.allclose((hot + cold) / 2, p) and torch.allclose(hot.sum(), torch.tensor(1.0, dtype=torch.float64))
     z = sim.innings_draws(20000, torch.Generator().manual_seed(1))
-    assert abs(z.std() - 0.3) < 0.01 and sim.innings_draws(5, None) is not None and fixture_simulator.innings_draws(5, None) is None
+    assert (
+        abs(z.std() - 0.3) < 0.01
+        and sim.innings_draws(5, None) is not None
+        and fixture_simulator.innings_draws(5, None) is None
+    )

@@ -9,8 +9,10 @@ from cricket_attn.simulation.rules import BowlerChoice, quota_overs
 from cricket_attn.simulation.state import InningsSetup
 
 
-@pytest.mark.parametrize("match_type, balls, per_over, quota", [
-    ("T20", 120, 6, 4), ("IT20", 120, 6, 4), ("T20", 36, 6, 2), ("ODI", 300, 6, 10), ("T20", 100, 5, 4)])
+@pytest.mark.parametrize(
+    "match_type, balls, per_over, quota",
+    [("T20", 120, 6, 4), ("IT20", 120, 6, 4), ("T20", 36, 6, 2), ("ODI", 300, 6, 10), ("T20", 100, 5, 4)],
+)
 def test_a_bowler_may_bowl_a_fifth_of_the_innings(match_type, balls, per_over, quota):
     assert quota_overs(match_type, balls, per_over) == quota
 
@@ -46,10 +48,12 @@ def test_simulated_innings_keep_the_laws(fixture_simulator, fixture_tables, deli
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     target = 160.0  # within reach of an untrained model scoring at the training seasons' rates
     state = fixture_simulator.start(setup, 500, target)
-    choice = BowlerChoice.for_innings(state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]),
-                                      inn["date"].iloc[0])
-    ends, final = fixture_simulator.roll(state, fixture_simulator.new_caches(), choice,
-                                         torch.Generator().manual_seed(0), keep_states=True)
+    choice = BowlerChoice.for_innings(
+        state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0]
+    )
+    ends, final = fixture_simulator.roll(
+        state, fixture_simulator.new_caches(), choice, torch.Generator().manual_seed(0), keep_states=True
+    )
     assert (final.bowler_overs <= choice.quota).all()
     bowled = final.over_bowler
     assert ((bowled[:, 1:] != bowled[:, :-1]) | (bowled[:, 1:] < 0)).all()
@@ -65,11 +69,13 @@ def test_a_forced_over_goes_to_the_chosen_bowler(fixture_simulator, fixture_tabl
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     state = fixture_simulator.start(setup, 200)
-    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]),
-                                    inn["date"].iloc[0])
+    rule = BowlerChoice.for_innings(
+        state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0]
+    )
     forced = ForcedOver(rule.weights, rule.quota, over=3, bowler=7)
-    _, final = fixture_simulator.roll(state, fixture_simulator.new_caches(), forced,
-                                      torch.Generator().manual_seed(0), keep_states=True)
+    _, final = fixture_simulator.roll(
+        state, fixture_simulator.new_caches(), forced, torch.Generator().manual_seed(0), keep_states=True
+    )
     reached = final.over > 3
     assert reached.sum() > 150 and (final.over_bowler[reached, 3] == 7).all()
     assert ((final.over_bowler[:, 1:] != final.over_bowler[:, :-1]) | (final.over_bowler[:, 1:] < 0)).all()

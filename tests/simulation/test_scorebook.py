@@ -19,7 +19,7 @@ def test_entries_are_real_deliveries_of_their_class_in_their_proportions(deliver
     share = book.probability[OUTCOME_INDEX["wide"]]
     assert abs(share[entry[:, col["runs_wides"]] == 5].sum().item() - five) < 1e-12
     # Each class's entries say what the class means.
-    of = lambda name: entry[book.probability[OUTCOME_INDEX[name]] > 0]  # noqa: E731
+    of = lambda name: entry[book.probability[OUTCOME_INDEX[name]] > 0]
     assert (of("wide")[:, col["legal"]] == 0).all() and (of("wide")[:, col["runs_wides"]] >= 1).all()
     assert (of("noball")[:, col["legal"]] == 0).all() and (of("noball")[:, col["runs_noballs"]] >= 1).all()
     assert (of("4")[:, col["runs_batter"]] == 4).all() and (of("6")[:, col["runs_batter"]] == 6).all()

@@ -21,8 +21,20 @@ def checkpoint(tracked_run):
 
 
 def args(checkpoint, out, *sources, sims=4, extra=()):
-    return parse_args(["--model", checkpoint, "--out", str(out), "--sims", str(sims), "--history", str(FIXTURES),
-                       *extra, *map(str, sources)])
+    return parse_args(
+        [
+            "--model",
+            checkpoint,
+            "--out",
+            str(out),
+            "--sims",
+            str(sims),
+            "--history",
+            str(FIXTURES),
+            *extra,
+            *map(str, sources),
+        ]
+    )
 
 
 def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
@@ -97,16 +109,35 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
     assert set(pd.read_csv(out)["match_id"].astype(str)) == {"1527675"}
     # --strict: exit status 2, one line, nothing written
     strict_out = tmp_path / "strict.csv"
-    assert main(["--model", checkpoint, "--out", str(strict_out), "--sims", "2", "--history", str(FIXTURES),
-                 "--strict", str(good), str(bad[0])]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                checkpoint,
+                "--out",
+                str(strict_out),
+                "--sims",
+                "2",
+                "--history",
+                str(FIXTURES),
+                "--strict",
+                str(good),
+                str(bad[0]),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "1473438" in err and not strict_out.exists()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--sims", "0"], "--sims 0: at least one simulation"),
-    (["--out-name", "x.txt"], "must end in .parquet or .csv"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--sims", "0"], "--sims 0: at least one simulation"),
+        (["--out-name", "x.txt"], "must end in .parquet or .csv"),
+    ],
+)
 def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):
     out = tmp_path / ("x.txt" if "--out-name" in argv else "x.csv")
     extra = [a for a in argv if a not in ("--out-name", "x.txt")]
@@ -118,6 +149,7 @@ def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, me
 def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_path):
     def test_match(doc):
         doc["info"]["match_type"] = "Test"
+
     path = edited(tmp_path, "1527675", test_match)
     good = tmp_path / "1527674.json"
     shutil.copy(FIXTURES / "1527674.json", good)
@@ -128,8 +160,25 @@ def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_pat
 
 def test_next_over_bowlers_and_next_batters_are_printed_for_a_live_match(checkpoint, tmp_path, capsys):
     live = live_copy(tmp_path)
-    assert main(["--model", checkpoint, "--out", str(tmp_path / "o.csv"), "--sims", "4", "--history", str(FIXTURES),
-                 "--next-over-bowlers", "--next-batters", str(live), str(FIXTURES / "1527675.json")]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                checkpoint,
+                "--out",
+                str(tmp_path / "o.csv"),
+                "--sims",
+                "4",
+                "--history",
+                str(FIXTURES),
+                "--next-over-bowlers",
+                "--next-batters",
+                str(live),
+                str(FIXTURES / "1527675.json"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert printed.count(f"match {LIVE_MATCH}_live:") == 2
     assert "who bowls over 14?" in printed and "who comes in next?" in printed

@@ -11,16 +11,41 @@ from tests.conftest import FIXTURES
 def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "sim"
-    assert main(["--model", tracked_run["results"]["checkpoint"], "--sims", "4", "--sources", str(FIXTURES),
-                 "--out", str(out), "--plots", "1", "--check-sims", "2", "--who-sims", "2", "--tracking-uri", uri]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                tracked_run["results"]["checkpoint"],
+                "--sims",
+                "4",
+                "--sources",
+                str(FIXTURES),
+                "--out",
+                str(out),
+                "--plots",
+                "1",
+                "--check-sims",
+                "2",
+                "--who-sims",
+                "2",
+                "--tracking-uri",
+                uri,
+            ]
+        )
+        == 0
+    )
     report = (out / "simulation.md").read_text()
     assert "Chase win probability" in report and "First-innings total" in report and "(5 matches;" in report
     assert "the league's recent level learnt with strength 200; innings-level spread 0.1." in report  # by default
     # Where the simulator can go wrong, each on its own: per-ball levels, the classes' run values, the bowler
     # rule, and simulated innings from ball 0, for the last training season and the test seasons.
-    for title in ("Per delivery, real against the model", "Run value of each outcome class",
-                  "The bowler rule against the real bowler", "Simulated against real innings from ball 0",
-                  "Who plays: the first-innings projection"):
+    for title in (
+        "Per delivery, real against the model",
+        "Run value of each outcome class",
+        "The bowler rule against the real bowler",
+        "Simulated against real innings from ball 0",
+        "Who plays: the first-innings projection",
+    ):
         assert title in report
     assert "| 2024 | first |" in report and "| 2025 | chase |" in report
     assert (out / "reliability.png").is_file() and len(list((out / "matches").glob("*.png"))) == 2
@@ -33,9 +58,35 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
 
 
 def test_no_simulation_is_refused_in_one_line(tracked_run, tmp_path, capsys):
-    assert main(["--model", tracked_run["results"]["checkpoint"], "--sims", "0", "--sources", str(FIXTURES),
-                 "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                tracked_run["results"]["checkpoint"],
+                "--sims",
+                "0",
+                "--sources",
+                str(FIXTURES),
+                "--tracking-uri",
+                f"sqlite:///{tmp_path / 'm.db'}",
+            ]
+        )
+        == 2
+    )
     assert "--sims 0" in capsys.readouterr().err
-    assert main(["--model", tracked_run["results"]["checkpoint"], "--who-sims", "-1", "--sources", str(FIXTURES),
-                 "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
+    assert (
+        main(
+            [
+                "--model",
+                tracked_run["results"]["checkpoint"],
+                "--who-sims",
+                "-1",
+                "--sources",
+                str(FIXTURES),
+                "--tracking-uri",
+                f"sqlite:///{tmp_path / 'm.db'}",
+            ]
+        )
+        == 2
+    )
     assert "--who-sims -1: 0 (skip the check) or more" in capsys.readouterr().err

@@ -40,8 +40,13 @@ def test_replayed_state_gives_the_training_inputs(fixture_tables, deliveries, en
             got = state.inputs()
             for name in COMPARED:
                 assert got[name][0, 0].item() == expected[name][0, i].item(), (name, inn["match_id"].iloc[0], i)
-            torch.testing.assert_close(got["numeric"][0, 0], expected["numeric"][0, i], rtol=0, atol=1e-6,
-                                       msg=lambda m: f"match {inn['match_id'].iloc[0]} ball {i}: {m}")
+            torch.testing.assert_close(
+                got["numeric"][0, 0],
+                expected["numeric"][0, i],
+                rtol=0,
+                atol=1e-6,
+                msg=lambda m: f"match {inn['match_id'].iloc[0]} ball {i}: {m}",
+            )
 
         replay(state, inn, check)
         compared += len(inn)
@@ -56,8 +61,10 @@ def test_the_batting_order_is_the_listed_one_with_the_impact_swap_last(fixture_t
     assert "A Zampa" not in set(inn["batter"].astype(str)) | set(inn["non_striker"].astype(str))
     assert len(setup.batting) == 12 and set(inn["batter"].astype(str)) <= set(setup.batting)
     old = deliveries[(deliveries["match_id"].astype(str) == "1082591") & (deliveries["innings"] == 1)]
-    assert InningsSetup.from_table(old, fixture_tables.matches).batting[:2] == list(
-        pd.unique(old[["batter", "non_striker"]].astype(str).to_numpy().ravel()))[:2]  # 11 listed: as they are
+    assert (
+        InningsSetup.from_table(old, fixture_tables.matches).batting[:2]
+        == list(pd.unique(old[["batter", "non_striker"]].astype(str).to_numpy().ravel()))[:2]
+    )  # 11 listed: as they are
     assert set(inn["bowler"].astype(str)) <= set(setup.bowling)
 
 
@@ -76,7 +83,9 @@ def test_the_laws_say_who_faces_the_next_ball(fixture_tables, deliveries, encode
             if i > 0 and not left[i - 1]:
                 checked += 1
                 if setup.batting[by_laws[0].item()] != batters[i]:
-                    disagree.append((inn["match_id"].iloc[0], int(inn["over"].iloc[i - 1]), int(inn["ball_in_over"].iloc[i - 1])))
+                    disagree.append(
+                        (inn["match_id"].iloc[0], int(inn["over"].iloc[i - 1]), int(inn["ball_in_over"].iloc[i - 1]))
+                    )
 
         replay(InningsState(setup, encoder, phases, 1), inn, check)
     assert checked > 4000

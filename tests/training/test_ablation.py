@@ -27,9 +27,19 @@ from cricket_attn.training.ablation import (
 )
 from tests.conftest import FIXTURES
 
-TINY = [f"data.sources=[{FIXTURES}]", "data.min_count=5", "data.batch_size=8", "model.d_model=8", "model.n_heads=2",
-        "model.n_layers=1", "model.numeric_hidden=16", "trainer.max_epochs=2", "optim.warmup_steps=2",
-        "data.teacher.folds=3", "data.teacher.model.max_iter=20"]
+TINY = [
+    f"data.sources=[{FIXTURES}]",
+    "data.min_count=5",
+    "data.batch_size=8",
+    "model.d_model=8",
+    "model.n_heads=2",
+    "model.n_layers=1",
+    "model.numeric_hidden=16",
+    "trainer.max_epochs=2",
+    "optim.warmup_steps=2",
+    "data.teacher.folds=3",
+    "data.teacher.model.max_iter=20",
+]
 # One variant and the default, one seed, on the protocol that moves the split (the plan test covers both).
 TWO_RUNS = ("only=[self_only]", "seeds=[0]", "~protocols.test")
 SELF_ONLY, DEFAULT = Job("self_only", "season_back", 0), Job("default", "season_back", 0)
@@ -38,15 +48,24 @@ SELF_ONLY, DEFAULT = Job("self_only", "season_back", 0), Job("default", "season_
 def ablation_config(folder, *overrides: str):
     extra = ",".join(f"'{o}'" for o in [*TINY, f"data.data_dir={folder / 'data'}"])
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="ablation", overrides=[
-            f"output_dir={folder / 'out'}", f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}", "n_boot=200",
-            f"record_dir={folder / 'record'}",
-            f"extra=[{extra}]", *overrides])
+        return compose(
+            config_name="ablation",
+            overrides=[
+                f"output_dir={folder / 'out'}",
+                f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+                "n_boot=200",
+                f"record_dir={folder / 'record'}",
+                f"extra=[{extra}]",
+                *overrides,
+            ],
+        )
 
 
 def test_plan_is_seed_by_seed_and_checks_the_variants(tmp_path):
     cfg = ablation_config(tmp_path, "only=[self_only]", "seeds=[0,1]")
-    assert plan(cfg) == [Job(v, p, s) for s in (0, 1) for v in ("default", "self_only") for p in ("test", "season_back")]
+    assert plan(cfg) == [
+        Job(v, p, s) for s in (0, 1) for v in ("default", "self_only") for p in ("test", "season_back")
+    ]
     assert len(plan(ablation_config(tmp_path))) == 3 * 2 * len(ablation_config(tmp_path).variants)
     with pytest.raises(ValueError, match=r"only: unknown variant\(s\) \['selfonly'\]"):
         plan(ablation_config(tmp_path, "only=[selfonly]"))
@@ -72,8 +91,13 @@ def test_a_killed_run_is_resumed_in_its_folder_with_its_own_config(tmp_path):
 def test_the_launcher_is_the_one_chosen_else_joblib_with_jobs_at_once(tmp_path):
     cfg = ablation_config(tmp_path, "jobs=3")
     assert launcher_overrides(cfg) == ["hydra/launcher=joblib", "hydra.launcher.n_jobs=3"]
-    given = ["hydra.run.dir=x", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu",
-             "+hydra.launcher.additional_parameters.mail-type=END", "hydra/job_logging=stages"]
+    given = [
+        "hydra.run.dir=x",
+        "hydra/launcher=submitit_slurm",
+        "hydra.launcher.partition=gpu",
+        "+hydra.launcher.additional_parameters.mail-type=END",
+        "hydra/job_logging=stages",
+    ]
     assert launcher_overrides(cfg, given) == given[1:4]
 
 
@@ -83,9 +107,14 @@ def ablation(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ablation")
     cfg = ablation_config(folder, *TWO_RUNS, "jobs=2")
     table = run_ablation(cfg)
-    return SimpleNamespace(folder=folder, cfg=cfg, table=table, runs=finished_runs(cfg),
-                           seeds=pd.read_csv(folder / "out" / "ablation_seeds.csv"),
-                           client=MlflowClient(cfg.paths.mlflow_uri))
+    return SimpleNamespace(
+        folder=folder,
+        cfg=cfg,
+        table=table,
+        runs=finished_runs(cfg),
+        seeds=pd.read_csv(folder / "out" / "ablation_seeds.csv"),
+        client=MlflowClient(cfg.paths.mlflow_uri),
+    )
 
 
 def ablation_runs(ablation) -> list:
@@ -99,7 +128,9 @@ def test_each_job_is_a_finished_training_run_tagged_in_its_folder(ablation):
     run = ablation.client.get_run(ablation.runs[SELF_ONLY])
     assert run.info.status == "FINISHED"
     assert run.data.tags["protocol"] == "season_back" and run.data.tags["variant"] == "self_only"
-    assert run.data.tags["settings"] == settings_digest(["model.context=0"], ablation.cfg.extra)  # a digest of its overrides
+    assert run.data.tags["settings"] == settings_digest(
+        ["model.context=0"], ablation.cfg.extra
+    )  # a digest of its overrides
     assert run.data.params["model.context"] == "0" and run.data.params["data.split.test"] == "[2024]"
     folder = ablation.folder / "out" / "season_back" / "self_only" / "seed0"
     assert (folder / "train.log").is_file() and (folder / tracking.RUN_FILE).is_file()
@@ -116,16 +147,21 @@ def test_jobs_2_trains_two_runs_at_once(ablation):
 def test_the_report_pairs_the_variant_with_the_default_on_the_same_balls(ablation):
     table, cfg = ablation.table, ablation.cfg
     assert "| self_only |" in table and "| default |" in table
-    mine = ablation.seeds[ablation.seeds["variant"] == "self_only"].iloc[0]  # its cell shows the epochs its refit trained
+    mine = ablation.seeds[ablation.seeds["variant"] == "self_only"].iloc[
+        0
+    ]  # its cell shows the epochs its refit trained
     assert f"| self_only | {mine['log_loss']:.4f} ({mine['epochs']}) |" in table
     val = {job.variant: rec["val_log_loss"] for job, rec in recorded_runs(cfg).items()}  # and on its validation season
     assert f"| {val['self_only'] - val['default']:+.4f} |" in table
     balls = [tracking.load_scored(cfg.paths.mlflow_uri, ablation.runs[job]) for job in (SELF_ONLY, DEFAULT)]
     direct = paired_difference(*balls, n_boot=200)  # the interval the record gives is that of the scored balls
     assert f"{direct['diff']:+.4f} [{direct['ci_low']:+.4f}, {direct['ci_high']:+.4f}]" in table
-    summary = ablation.client.search_runs([ablation.client.get_run(ablation.runs[SELF_ONLY]).info.experiment_id],
-                                          "tags.ablation_summary = 'attention'")
-    assert len(summary) == 1 and summary[0].data.metrics["season_back/self_only/diff"] == pytest.approx(direct["diff"], abs=1e-5)
+    summary = ablation.client.search_runs(
+        [ablation.client.get_run(ablation.runs[SELF_ONLY]).info.experiment_id], "tags.ablation_summary = 'attention'"
+    )
+    assert len(summary) == 1 and summary[0].data.metrics["season_back/self_only/diff"] == pytest.approx(
+        direct["diff"], abs=1e-5
+    )
 
 
 @pytest.mark.e2e
@@ -154,13 +190,15 @@ def test_another_set_with_the_same_settings_finds_the_runs(ablation):
 @pytest.mark.e2e
 def test_the_control_table_pairs_every_variant_with_the_control(ablation):
     # The context set's control is self_only: the default against it is the same balls' difference, negated.
-    context = ablation_config(ablation.folder, "ablation_set=context", *TWO_RUNS,
-                              f"output_dir={ablation.folder / 'context'}")
+    context = ablation_config(
+        ablation.folder, "ablation_set=context", *TWO_RUNS, f"output_dir={ablation.folder / 'context'}"
+    )
     table = run_ablation(context)
     assert "Against the control, `self_only`" in table and "| self_only | control |" in table
     default_row = table.split("Against the control")[1].split("| default | ")[1]
-    assert float(default_row.split(" ")[0]) == pytest.approx(-ablation.seeds.set_index("variant").loc["self_only", "diff"],
-                                                             abs=1e-4)
+    assert float(default_row.split(" ")[0]) == pytest.approx(
+        -ablation.seeds.set_index("variant").loc["self_only", "diff"], abs=1e-4
+    )
 
 
 @pytest.mark.e2e
@@ -174,8 +212,12 @@ def test_running_again_trains_nothing_and_reports_the_same(ablation):
 
 @pytest.mark.e2e
 def test_a_clone_with_an_empty_store_reports_from_the_record(ablation):
-    clone = ablation_config(ablation.folder, *TWO_RUNS, f"paths.mlflow_uri=sqlite:///{ablation.folder / 'other.db'}",
-                            f"output_dir={ablation.folder / 'clone'}")
+    clone = ablation_config(
+        ablation.folder,
+        *TWO_RUNS,
+        f"paths.mlflow_uri=sqlite:///{ablation.folder / 'other.db'}",
+        f"output_dir={ablation.folder / 'clone'}",
+    )
     assert finished_runs(clone) == {} and run_ablation(clone) == ablation.table
     assert not (ablation.folder / "clone" / "season_back").exists()  # nothing trained
 

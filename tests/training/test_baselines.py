@@ -27,11 +27,17 @@ def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, trac
         assert run.data.tags["paired_against"] == tracked_run["run_id"]
         scored = load_scored(tracked_run["uri"], row["run_id"])
         # The same test deliveries as the transformer, in the same order.
-        assert (scored[["match_id", "innings", "delivery_index"]].to_numpy()
-                == transformer[["match_id", "innings", "delivery_index"]].to_numpy()).all()
+        assert (
+            scored[["match_id", "innings", "delivery_index"]].to_numpy()
+            == transformer[["match_id", "innings", "delivery_index"]].to_numpy()
+        ).all()
         diff = per_ball_log_loss(scored).mean() - per_ball_log_loss(transformer).mean()
         assert run.data.metrics["paired/diff_vs_transformer"] == pytest.approx(diff)
-        assert run.data.metrics["paired/ci_low_vs_transformer"] <= diff <= run.data.metrics["paired/ci_high_vs_transformer"]
+        assert (
+            run.data.metrics["paired/ci_low_vs_transformer"]
+            <= diff
+            <= run.data.metrics["paired/ci_high_vs_transformer"]
+        )
     assert "hist_gradient_boosting" in (baselines_run["folder"] / "comparison.md").read_text()
     where = (baselines_run["folder"] / "paired_by_state.md").read_text()
     assert "| wickets down | 8+ |" in where and "| actual outcome | wicket |" in where
@@ -129,6 +135,7 @@ def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliver
     n_state = len(STATE_COLUMNS)
     assert np.array_equal(feats.transform(changed)[:, :n_state], feats.transform(d)[:, :n_state])
     table = FrequencyTable(strength=50).fit(
-        pd.DataFrame({"phase": ["death"], "wickets_before": [0], "ball_in_over": [1]}), np.array([4]))
+        pd.DataFrame({"phase": ["death"], "wickets_before": [0], "ball_in_over": [1]}), np.array([4])
+    )
     unseen = table.predict_proba(pd.DataFrame({"phase": ["middle"], "wickets_before": [9], "ball_in_over": [6]}))
     assert np.allclose(unseen[0], table.prior)

@@ -20,8 +20,14 @@ TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
 
 
 def datamodule(data_config, tmp_path) -> CricketDataModule:
-    dm = CricketDataModule(sources=[str(FIXTURES)], data_dir=str(tmp_path), phases=OmegaConf.to_container(
-        data_config.phases), split=OmegaConf.to_container(data_config.split), min_count=5, batch_size=8)
+    dm = CricketDataModule(
+        sources=[str(FIXTURES)],
+        data_dir=str(tmp_path),
+        phases=OmegaConf.to_container(data_config.phases),
+        split=OmegaConf.to_container(data_config.split),
+        min_count=5,
+        batch_size=8,
+    )
     dm.prepare_data()
     dm.setup("fit")
     return dm
@@ -31,8 +37,15 @@ def fit(data_config, tmp_path, seed: int = 0, epochs: int = 2, **trainer_kw):
     pl.seed_everything(seed, workers=True)
     dm = datamodule(data_config, tmp_path)
     module = BallOutcomeModule(dict(dm.encoder.model_dims(), **TINY), lr=3e-3, warmup_steps=2)
-    trainer = pl.Trainer(max_epochs=epochs, deterministic=True, logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, default_root_dir=str(tmp_path), **trainer_kw)
+    trainer = pl.Trainer(
+        max_epochs=epochs,
+        deterministic=True,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(tmp_path),
+        **trainer_kw,
+    )
     trainer.fit(module, dm)
     return trainer, module, dm
 
@@ -79,8 +92,9 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
         f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
         "with torch.no_grad(): print(json.dumps([m(batch).softmax(-1)[0, :5].tolist(), 'pytorch_lightning' in sys.modules]))\n"
     )
-    probs, lightning = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                                 check=True).stdout)
+    probs, lightning = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
     assert torch.allclose(torch.tensor(probs), torch.tensor(expected), atol=1e-6) and not lightning
 
 
@@ -88,7 +102,10 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
     trainer, module, _ = fit(data_config, tmp_path, epochs=1)
     path = tmp_path / "model.ckpt"
     trainer.save_checkpoint(path)
-    with pytest.raises(CheckpointError, match=r"does not fit model settings d_model=16.*is \[11, 8\] in the checkpoint but \[11, 16\] here"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"does not fit model settings d_model=16.*is \[11, 8\] in the checkpoint but \[11, 16\] here",
+    ):
         BallOutcomeModule.load_from_checkpoint(path, model=dict(module.hparams.model, d_model=16), weights_only=True)
     other = tmp_path / "other.ckpt"
     torch.save({"state_dict": {"w": torch.zeros(2)}}, other)
@@ -105,7 +122,9 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
     ckpt["ensemble_members"] = [{"hyper_parameters": ckpt["hyper_parameters"], "state_dict": state}]
     torch.save(ckpt, tmp_path / "ensemble.ckpt")
     assert isinstance(load_checkpoint(tmp_path / "ensemble.ckpt")[0], BallOutcomeModule)  # the first member alone
-    with pytest.raises(CheckpointError, match=r"ensemble.ckpt: ensemble member 2 does not load: .*head.weight is missing"):
+    with pytest.raises(
+        CheckpointError, match=r"ensemble.ckpt: ensemble member 2 does not load: .*head.weight is missing"
+    ):
         load_model(tmp_path / "ensemble.ckpt")
     # Members fitted with different data encoders cannot make one model; nothing is written.
     ckpt = torch.load(path, map_location="cpu", weights_only=True)

@@ -110,8 +110,12 @@ def test_console_script_finds_conf_from_any_folder(tmp_path):
     bad = subprocess.run([exe, "model.d_modle=32"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "d_modle" in bad.stderr
     # A tracking store that cannot be reached: one line naming it, exit status 2, before any data is read.
-    gone = subprocess.run([exe, "paths.mlflow_uri=http://127.0.0.1:9", f"hydra.run.dir={tmp_path / 'run'}"],
-                          cwd=tmp_path, capture_output=True, text=True)
+    gone = subprocess.run(
+        [exe, "paths.mlflow_uri=http://127.0.0.1:9", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert gone.returncode == 2
     assert gone.stderr.strip().splitlines()[-1].startswith("cricket-attn-train: MLflow tracking URI http://127.0.0.1:9")
 
@@ -130,8 +134,10 @@ def test_the_trainer_and_its_callbacks_build_from_conf(tmp_path):
     assert isinstance(trainer.accelerator, pl.accelerators.CPUAccelerator) and trainer.max_epochs == 2
     assert trainer.gradient_clip_val == 1.0 and trainer.early_stopping_callback.monitor == "val/loss"
     assert trainer.checkpoint_callback.dirpath == str(tmp_path / "run" / "checkpoints")
-    for name, expected in (("gpu", {"accelerator": "gpu", "precision": "bf16-mixed", "devices": 1}),
-                           ("ddp", {"strategy": "ddp", "use_distributed_sampler": False, "devices": "auto"})):
+    for name, expected in (
+        ("gpu", {"accelerator": "gpu", "precision": "bf16-mixed", "devices": 1}),
+        ("ddp", {"strategy": "ddp", "use_distributed_sampler": False, "devices": "auto"}),
+    ):
         made = hydra.utils.instantiate(tiny_train_config(tmp_path, f"trainer={name}").trainer, _partial_=True)
         assert made.func is pl.Trainer and expected.items() <= made.keywords.items()
         inspect.signature(pl.Trainer).bind(**made.keywords)  # a key the Trainer does not take raises TypeError
@@ -146,24 +152,34 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
     results = train(tiny_train_config(tmp_path, "ensemble=2", "progress=lines"))
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
     epochs = results["selection/epochs"]
-    expected = ["data: reading the deliveries, fitting the encoder and the teacher on seasons up to 2023",
-                "teacher: 3 folds of gradient-boosted trees on 2,636 deliveries of seasons 2008-2023",
-                "teacher fold 1/3: ", "teacher fold 3/3: ",
-                "selection: training on 2008-2023, choosing the epoch count on 2024 (early stopping)",
-                "selection epoch 1/2, train loss ", "selection epoch 2/2, train loss ",
-                "selection: done in ", "calibration: temperature ",
-                f"refit 1/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 0",
-                f"refit 1/2 epoch {epochs}/{epochs}, ", "refit 1/2: done in ",
-                f"refit 2/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 1",
-                "teacher: read from the cache, ", f"refit 2/2 epoch {epochs}/{epochs}, ",
-                "test report: scoring 1,200 deliveries of seasons 2025-2026", "test report: done in "]
+    expected = [
+        "data: reading the deliveries, fitting the encoder and the teacher on seasons up to 2023",
+        "teacher: 3 folds of gradient-boosted trees on 2,636 deliveries of seasons 2008-2023",
+        "teacher fold 1/3: ",
+        "teacher fold 3/3: ",
+        "selection: training on 2008-2023, choosing the epoch count on 2024 (early stopping)",
+        "selection epoch 1/2, train loss ",
+        "selection epoch 2/2, train loss ",
+        "selection: done in ",
+        "calibration: temperature ",
+        f"refit 1/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 0",
+        f"refit 1/2 epoch {epochs}/{epochs}, ",
+        "refit 1/2: done in ",
+        f"refit 2/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 1",
+        "teacher: read from the cache, ",
+        f"refit 2/2 epoch {epochs}/{epochs}, ",
+        "test report: scoring 1,200 deliveries of seasons 2025-2026",
+        "test report: done in ",
+    ]
     at = 0
     for start in expected:  # in this order, each line once at least
         found = next((i for i in range(at, len(lines)) if lines[i].startswith(start)), None)
         assert found is not None, f"no line starting {start!r} after {lines[at - 1] if at else 'the start'!r}"
         at = found + 1
     # The numbers in the lines are the logged ones.
-    history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(results["mlflow_run_id"], "val/loss")
+    history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
+        results["mlflow_run_id"], "val/loss"
+    )
     first = next(line for line in lines if line.startswith("selection epoch 1/2"))
     assert f"val loss {sorted(history, key=lambda m: m.step)[0].value:.4f} (best so far)" in first
     done = next(line for line in lines if line.startswith("test report: done"))
@@ -171,8 +187,17 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
 
 
 def test_on_a_terminal_each_epoch_gets_a_bar_named_after_its_stage(tmp_path, capsys):
-    train(tiny_train_config(tmp_path, "refit=false", "calibrate=false", "trainer.max_epochs=2", "progress=bar",
-                            "~logger", "data.teacher=null"))
+    train(
+        tiny_train_config(
+            tmp_path,
+            "refit=false",
+            "calibrate=false",
+            "trainer.max_epochs=2",
+            "progress=bar",
+            "~logger",
+            "data.teacher=null",
+        )
+    )
     shown = capsys.readouterr()
     assert "selection epoch 1/2" in shown.out + shown.err and "selection epoch 2/2" in shown.out + shown.err
 
@@ -183,16 +208,23 @@ def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["model.n_heads=3"], "model.d_model=8 is not divisible by model.n_heads=3"),
-    (["data.split.test=[2030]"], "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons "
-                                 "2008-2026)"),
-    (["data.split.train_until=2019", "data.split.validation=[2021]"],
-     "data.split.validation=[2021]: no deliveries in the validation seasons"),
-    (["data.split.validation=[2025]"], "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
-    (["data.teacher.weight=1.5"], "data.teacher.weight=1.5 must lie between 0 and 1"),
-    (["data.sources=[/no/such/matches.json]"], "data.sources: /no/such/matches.json: no such file or folder"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["model.n_heads=3"], "model.d_model=8 is not divisible by model.n_heads=3"),
+        (
+            ["data.split.test=[2030]"],
+            "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons 2008-2026)",
+        ),
+        (
+            ["data.split.train_until=2019", "data.split.validation=[2021]"],
+            "data.split.validation=[2021]: no deliveries in the validation seasons",
+        ),
+        (["data.split.validation=[2025]"], "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
+        (["data.teacher.weight=1.5"], "data.teacher.weight=1.5 must lie between 0 and 1"),
+        (["data.sources=[/no/such/matches.json]"], "data.sources: /no/such/matches.json: no such file or folder"),
+    ],
+)
 def test_config_errors_fail_before_any_work_and_leave_no_run(tmp_path, overrides, message):
     import re
 
@@ -220,8 +252,9 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     from cricket_attn.metrics import score
     from cricket_attn.scoring.serving import from_checkpoint
 
-    cfg = tiny_train_config(tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger", "refit=false",
-                            "calibrate=false")
+    cfg = tiny_train_config(
+        tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger", "refit=false", "calibrate=false"
+    )
     results = train(cfg)
     trained = from_checkpoint(results["checkpoint"])
     assert trained.encoder.history_balls == 8 and trained.model.cfg.history_balls == 8
@@ -232,7 +265,17 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     test = dm.split.split(dm.tables.deliveries)["test"]
     assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
     # A killed run resumes: its encoder, restored from the checkpoint, reads the histories again.
-    again = train(tiny_train_config(tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger",
-                                    "refit=false", "calibrate=false", "trainer.max_epochs=3",
-                                    f"resume={tmp_path / 'run'}", f"paths.output_dir={tmp_path / 'resumed'}"))
+    again = train(
+        tiny_train_config(
+            tmp_path,
+            "data.history_balls=8",
+            "data.first_innings=true",
+            "~logger",
+            "refit=false",
+            "calibrate=false",
+            "trainer.max_epochs=3",
+            f"resume={tmp_path / 'run'}",
+            f"paths.output_dir={tmp_path / 'resumed'}",
+        )
+    )
     assert math.isfinite(again["test/log_loss"])
