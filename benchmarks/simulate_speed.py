@@ -27,7 +27,6 @@ from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup
 from cricket_attn.tracking import latest_transformer_run
-from cricket_attn.tracking import latest_transformer_run
 
 
 def model_steps(members, batch: dict[str, torch.Tensor], balls: int, cached: bool) -> float:

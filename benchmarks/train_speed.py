@@ -4,8 +4,9 @@ Usage: python benchmarks/train_speed.py [--epochs 2] [--set context] [--variant 
 
 Each variant is the default configuration (conf/config.yaml) with its overrides, timed in the same run:
 `--set NAME` takes the variants of conf/ablation_set/NAME.yaml (e.g. `context`: players' histories and
-the first innings against the default), `--variant` adds one (`--variant 'k64=data.history_balls=64 model.history_reader=pooled'`), and
-with neither only the default is timed. Trailing overrides apply to every variant, e.g. on a GPU
+the first innings against the default), `--variant` adds one
+(`--variant 'k64=data.history_balls=64 model.history_roles=[batter]'`), and with neither only the
+default is timed. Trailing overrides apply to every variant, e.g. on a GPU
 `trainer=gpu trainer.precision=bf16-mixed data.batch_size=1024`.
 
 Times `Trainer.fit` over the selection stage's training seasons with validation off, so the number is

@@ -142,7 +142,8 @@ STATE_CUTS = (
     ("innings", "innings_kind", None, None),
     ("wickets down", "wickets_before", [-1, 1, 3, 5, 7, 10], ["0-1", "2-3", "4-5", "6-7", "8+"]),
     ("legal balls left", "balls_left", [-1, 12, 30, 60, 90, np.inf], ["12 or fewer", "13-30", "31-60", "61-90", "91+"]),
-    ("balls the batter has faced", "batter_balls_before", [-1, 0, 5, 15, 30, np.inf], ["0", "1-5", "6-15", "16-30", "31+"]),
+    ("balls the batter has faced", "batter_balls_before", [-1, 0, 5, 15, 30, np.inf],
+     ["0", "1-5", "6-15", "16-30", "31+"]),
     ("actual outcome", "outcome", None, None),
 )  # fmt: skip
 

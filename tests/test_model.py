@@ -46,7 +46,7 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
     if cfg.history_balls:  # 4 players a side, each with some history balls, the oldest slots empty
         for role, opponents in (("batter", cfg.n_bowlers), ("bowler", cfg.n_batters)):
             K, P = cfg.history_balls, 4
-            h = lambda high: torch.randint(0, high, (B, P, K), generator=g)
+            h = lambda high, K=K, P=P: torch.randint(0, high, (B, P, K), generator=g)
             history = torch.stack([h(10), h(opponents), h(3), h(16)], dim=-1)
             have = torch.randint(0, K + 1, (B, P, 1), generator=g)
             history[..., 0] = history[..., 0].masked_fill(torch.arange(K) < K - have, -1)

@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             written += [args.out / "heads.md", args.out / "heads.csv"]
             print(report_table(report))
         if args.match or not args.report:
-            for match_id, match in progress.track(
+            for _, match in progress.track(
                 d.groupby("match_id", observed=True, sort=False), "drawing", total=d["match_id"].nunique(), unit="match"
             ):
                 written += draw_match(model, trained.encoder, match, args.out, args.innings, ball)

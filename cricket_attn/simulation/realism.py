@@ -168,7 +168,7 @@ def bowler_rule_fit(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFr
     ruled out (a quota or a second over running in the record)."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)]
     rows = []
-    for (match_id, number), inn in d.groupby(["match_id", "innings"], sort=False, observed=True):
+    for _, inn in d.groupby(["match_id", "innings"], sort=False, observed=True):
         inn = inn.reset_index(drop=True)
         setup = InningsSetup.from_table(inn, matches)
         first = inn.iloc[0]

@@ -74,7 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=STRENGTH,
         metavar="STRENGTH",
         help="learn the league's level from the matches since the model's training seasons played before "
-        "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, chosen on 2024); 0: off",
+        "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, "
+        "chosen on 2024); 0: off",
     )
     p.add_argument(
         "--form",

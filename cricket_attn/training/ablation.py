@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import hydra
@@ -307,7 +307,7 @@ def record_of(cfg: DictConfig, job: Job, run_id: str) -> dict:
         "overrides": [*cfg.variants[job.variant], *cfg.get("extra", [])],
         "run": run.info.run_name,
         "commit": run.data.tags.get(MLFLOW_GIT_COMMIT),
-        "finished": datetime.fromtimestamp(run.info.end_time / 1000, timezone.utc).isoformat(timespec="seconds"),
+        "finished": datetime.fromtimestamp(run.info.end_time / 1000, UTC).isoformat(timespec="seconds"),
         "log_loss": m["test/log_loss"],
         "ece": m["test/ece"],
         "epochs": m.get("selection/epochs"),

@@ -409,9 +409,8 @@ def train(cfg: DictConfig) -> dict:
         raise
     tracking.end_run(run.uri, run.run_id, "FINISHED")
     results["mlflow_run_id"] = run.run_id
-    print(
-        f"MLflow run: {tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)} (after `make dashboard`)"
-    )
+    link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
+    print(f"MLflow run: {link} (after `make dashboard`)")
     return results
 
 

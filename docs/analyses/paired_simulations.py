@@ -54,7 +54,8 @@ def main() -> None:
     for name, score in scores.items():
         first, second = score(chases["sim_win_a"]), score(chases["sim_win_b"])
         print(
-            f"chases, {name}: {first.mean():.4f} -> {second.mean():.4f}, {interval(second - first, chases['match_id'], 4)}; "
+            f"chases, {name}: {first.mean():.4f} -> {second.mean():.4f}, "
+            f"{interval(second - first, chases['match_id'], 4)}; "
             f"second - logistic {interval(second - score(chases['baseline_win']), chases['match_id'], 4)}"
         )
     a, b = (pd.read_parquet(folder / "first.parquet") for folder in (args.first, args.second))
@@ -64,7 +65,8 @@ def main() -> None:
         cover = {run: part["total"].between(part[f"sim_q10_{run}"], part[f"sim_q90_{run}"]).mean() for run in "ab"}
         print(
             f"first innings after {over} overs: MAE {errors['a'].mean():.2f} -> {errors['b'].mean():.2f}, "
-            f"{interval(errors['b'] - errors['a'], part['match_id'], 2)}; coverage {cover['a']:.3f} -> {cover['b']:.3f}; "
+            f"{interval(errors['b'] - errors['a'], part['match_id'], 2)}; "
+            f"coverage {cover['a']:.3f} -> {cover['b']:.3f}; "
             f"pinball {pinball(part, 'a').mean():.2f} -> {pinball(part, 'b').mean():.2f}"
         )
 

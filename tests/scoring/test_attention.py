@@ -31,9 +31,9 @@ ANGLE = 0.01
 def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, SequenceEncoder]:
     """One layer, two heads, weights set by hand: the input of ball t is its legal-ball index as an
     angle (dims 0-3, from the sinusoidal part's slow pair of channels) plus its bowler as a random unit
-    vector (dims 4-31), each written as [v, -v], so LayerNorm only rescales it. Head 0's query turns the angle back one ball, so it matches the key
-    of the previous legal ball; head 1's query and key are the bowler vector, so it matches the same
-    bowler's balls (and the ball itself)."""
+    vector (dims 4-31), each written as [v, -v], so LayerNorm only rescales it. Head 0's query turns the
+    angle back one ball, so it matches the key of the previous legal ball; head 1's query and key are the
+    bowler vector, so it matches the same bowler's balls (and the ball itself)."""
     encoder = SequenceEncoder.fit(deliveries, min_count=1)
     cfg = ModelConfig(
         **{**encoder.model_dims(), "numeric_quantiles": None},

@@ -36,7 +36,7 @@ def test_replayed_state_gives_the_training_inputs(fixture_tables, deliveries, en
         target = inn["target_runs"].astype("Float64").fillna(0).iloc[0]
         state = InningsState(setup, encoder, phases, 1, float(target))
 
-        def check(i, state, by_laws):
+        def check(i, state, by_laws, inn=inn, expected=expected):
             got = state.inputs()
             for name in COMPARED:
                 assert got[name][0, 0].item() == expected[name][0, i].item(), (name, inn["match_id"].iloc[0], i)
@@ -45,7 +45,7 @@ def test_replayed_state_gives_the_training_inputs(fixture_tables, deliveries, en
                 expected["numeric"][0, i],
                 rtol=0,
                 atol=1e-6,
-                msg=lambda m: f"match {inn['match_id'].iloc[0]} ball {i}: {m}",
+                msg=lambda m, inn=inn, i=i: f"match {inn['match_id'].iloc[0]} ball {i}: {m}",
             )
 
         replay(state, inn, check)
@@ -78,7 +78,7 @@ def test_the_laws_say_who_faces_the_next_ball(fixture_tables, deliveries, encode
         left = (inn["wicket_count"].to_numpy() > 0) | inn["player_out"].notna().to_numpy()
         batters = inn["batter"].astype(str).to_numpy()
 
-        def check(i, state, by_laws):
+        def check(i, state, by_laws, inn=inn, setup=setup, left=left, batters=batters):
             nonlocal checked
             if i > 0 and not left[i - 1]:
                 checked += 1

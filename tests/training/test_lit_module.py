@@ -90,7 +90,8 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
         "from cricket_attn.scoring.serving import load_trained\n"
         f"m = load_trained({str(path)!r}).model\n"
         f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
-        "with torch.no_grad(): print(json.dumps([m(batch).softmax(-1)[0, :5].tolist(), 'pytorch_lightning' in sys.modules]))\n"
+        "with torch.no_grad(): probs = m(batch).softmax(-1)[0, :5].tolist()\n"
+        "print(json.dumps([probs, 'pytorch_lightning' in sys.modules]))\n"
     )
     probs, lightning = json.loads(
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
