@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch import Tensor
 
 from cricket_attn.laws import N_OUTCOMES
+
+if TYPE_CHECKING:  # the cache (cricket_attn.kv_cache) stores what the model computes; the model needs only its type
+    from cricket_attn.kv_cache import KVCache
 
 POSITIONAL_PARTS = ("absolute", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls")
 # The innings a ball belongs to: 0 the first, 1 the chase. The table has a third row, never read (super
@@ -65,52 +70,36 @@ class ModelConfig:
     temperature: float = 1.0  # divides the logits outside training; fitted on validation (calibration)
 
     def __post_init__(self):
-        self.positional_parts = tuple(self.positional_parts)
-        if self.d_model % self.n_heads:
-            raise ConfigError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
-        unknown = [p for p in self.positional_parts if p not in POSITIONAL_PARTS]
-        if unknown:
-            raise ConfigError(
-                f"model.positional_parts: unknown part(s) {unknown}; choose from {list(POSITIONAL_PARTS)}"
-            )
-        if "absolute" in self.positional_parts and self.positional_dim % 2:
-            raise ConfigError(
-                f"the sinusoidal part needs an even width, got model.positional_dim={self.positional_dim}"
-            )
-        if self.history_balls < 0:
-            raise ConfigError(f"model.history_balls must be 0 (none) or more, got {self.history_balls}")
-        self.history_roles = tuple(self.history_roles)
-        if not self.history_roles or not set(self.history_roles) <= {"batter", "bowler"}:
-            raise ConfigError(f"model.history_roles must name batter, bowler or both, got {list(self.history_roles)}")
-        if self.context is not None and self.context < 0:
-            raise ConfigError(f"model.context must be null (all earlier balls) or at least 0, got {self.context}")
-        for f in ("n_layers", "n_numeric", "n_batters", "n_bowlers", "n_venues", "max_len"):
-            if getattr(self, f) < 1:
-                raise ConfigError(f"model.{f} must be at least 1, got {getattr(self, f)}")
-        if self.numeric_embedding not in NUMERIC_EMBEDDINGS:
-            raise ConfigError(
-                f"model.numeric_embedding must be one of {list(NUMERIC_EMBEDDINGS)}, got {self.numeric_embedding!r}"
-            )
-        if self.numeric_hidden is not None and self.numeric_hidden < 1:
-            raise ConfigError(
-                f"model.numeric_hidden must be at least 1 (or null for d_model), got {self.numeric_hidden}"
-            )
-        if self.numeric_embedding == "bins":
-            if self.numeric_quantiles is None:
-                raise ConfigError(
-                    "model.numeric_embedding=bins needs the training quantiles of the numeric "
-                    "features (model.numeric_quantiles, given by the data encoder)"
-                )
-            levels = len(self.numeric_quantiles[0]) - 1
-            if len(self.numeric_quantiles) != self.n_numeric or self.numeric_bins < 1 or levels % self.numeric_bins:
-                raise ConfigError(
-                    f"model.numeric_bins={self.numeric_bins} must divide the {levels} quantile steps "
-                    f"given for each of the {self.n_numeric} numeric features"
-                )
-        if not self.temperature > 0:
-            raise ConfigError(f"model.temperature must be positive, got {self.temperature}")
-        if not 0 <= self.dropout < 1 or not 0 <= self.entity_dropout < 1:
-            raise ConfigError("model.dropout and model.entity_dropout must be in [0, 1)")
+        self.positional_parts, self.history_roles = tuple(self.positional_parts), tuple(self.history_roles)
+        for f in fields(self):  # types first, so that the rules below compare numbers
+            value, kind = getattr(self, f.name), f.type.split(" | ")[0]
+            wrong = kind in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float)))
+            if (wrong and not (value is None and "None" in f.type)) or (kind == "int" and isinstance(value, float)):
+                raise ConfigError(f"model.{f.name}={value!r}: must be {'an integer' if kind == 'int' else 'a number'}")
+        q, bins, roles = self.numeric_quantiles, self.numeric_embedding == "bins", set(self.history_roles)
+        rules = (  # (setting, holds, what is allowed), each checked once the ones before it hold
+            *((f.name, lambda f=f: getattr(self, f.name) >= 1, "at least 1") for f in fields(self) if f.type == "int"
+              and f.name != "history_balls"),
+            ("d_model", lambda: self.d_model % self.n_heads == 0, f"divisible by model.n_heads={self.n_heads}"),
+            ("positional_parts", lambda: set(self.positional_parts) <= set(POSITIONAL_PARTS), f"of {POSITIONAL_PARTS}"),
+            ("positional_dim", lambda: self.positional_dim >= 1 and self.positional_dim % 2 == 0, "even, at least 2"),
+            ("context", lambda: self.context is None or self.context >= 0, "null (all earlier balls) or at least 0"),
+            ("history_balls", lambda: self.history_balls >= 0, "0 (none) or more"),
+            ("history_roles", lambda: roles and roles <= {"batter", "bowler"}, "batter, bowler or both"),
+            ("numeric_embedding", lambda: self.numeric_embedding in NUMERIC_EMBEDDINGS, f"one of {NUMERIC_EMBEDDINGS}"),
+            ("numeric_hidden", lambda: self.numeric_hidden is None or self.numeric_hidden >= 1, "at least 1, or null"),
+            ("numeric_quantiles", lambda: not bins or (q and len(q) == self.n_numeric), "one per feature, with bins"),
+            ("numeric_bins", lambda: not bins or self.numeric_bins >= 1 and (len(q[0]) - 1) % self.numeric_bins == 0,
+             "at least 1, dividing the quantile steps"),
+            ("temperature", lambda: self.temperature > 0, "positive"),
+            ("dropout", lambda: 0 <= self.dropout < 1, "in [0, 1)"),
+            ("entity_dropout", lambda: 0 <= self.entity_dropout < 1, "in [0, 1)"),
+        )  # fmt: skip
+        for setting, holds, allowed in rules:
+            if not holds():
+                value = getattr(self, setting)
+                value = list(value) if isinstance(value, tuple) else value
+                raise ConfigError(f"model.{setting}={value!r}: must be {allowed}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -125,7 +114,7 @@ class ModelConfig:
         return cls(**d)
 
 
-def sinusoidal_table(n_positions: int, dim: int) -> torch.Tensor:
+def sinusoidal_table(n_positions: int, dim: int) -> Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/dim)), PE(pos, 2i+1) = cos(pos / 10000^(2i/dim))."""
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]
     freq = torch.pow(10000.0, -torch.arange(0, dim, 2, dtype=torch.float64) / dim)
@@ -142,22 +131,16 @@ class CricketPositionalEncoding(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.parts = cfg.positional_parts
-        sizes = {
-            "ball_in_over": cfg.max_ball_in_over + 1,
-            "over": cfg.max_overs,
-            "phase": 3,
-            "batter_balls": cfg.max_player_balls + 1,
-            "bowler_balls": cfg.max_player_balls + 1,
-        }
-        self.max_player_balls = cfg.max_player_balls
-        self.embed = nn.ModuleDict(
-            {p: nn.Embedding(sizes[p], cfg.positional_dim) for p in self.parts if p != "absolute"}
-        )
+        self.max_player_balls, players = cfg.max_player_balls, cfg.max_player_balls + 1
+        sizes = {"ball_in_over": cfg.max_ball_in_over + 1, "over": cfg.max_overs, "phase": 3}
+        sizes.update(batter_balls=players, bowler_balls=players)
+        embed = {p: nn.Embedding(sizes[p], cfg.positional_dim) for p in self.parts if p != "absolute"}
+        self.embed = nn.ModuleDict(embed)
         if "absolute" in self.parts:
             self.register_buffer("absolute", sinusoidal_table(cfg.max_balls, cfg.positional_dim), persistent=False)
         self.proj = nn.Linear(cfg.positional_dim * len(self.parts), cfg.d_model) if self.parts else None
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor | float:
+    def forward(self, batch: dict[str, Tensor]) -> Tensor | float:
         if not self.parts:
             return 0.0
         out = []
@@ -195,13 +178,13 @@ class PiecewiseLinearEmbedding(nn.Module):
         self.register_buffer("shift", (-lower / width).contiguous(), persistent=False)
         self.mlp = numeric_mlp(cfg.n_numeric * (cfg.numeric_bins + 1), cfg)
 
-    def ramps(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def ramps(self, x: Tensor, start: int = 0) -> Tensor:
         """(..., k, bins): the ramps, clip((x - lower) / width, 0, 1), of features start, ..., start + k - 1
         at values x (..., k)."""
         k = x.size(-1)
         return torch.addcmul(self.shift[start : start + k], x[..., None], self.scale[start : start + k]).clamp_(0, 1)
 
-    def first_layer(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def first_layer(self, x: Tensor, start: int = 0) -> Tensor:
         """(..., hidden): the MLP's first layer's share, bias left out, of features start, ..., start + k - 1
         at values x (..., k). The layer reads each feature's [value, ramps...]; it is applied to the values
         and to the ramps separately, which spares copying both into one tensor."""
@@ -209,61 +192,11 @@ class PiecewiseLinearEmbedding(nn.Module):
         w = first.weight.view(first.out_features, -1, self.scale.size(1) + 1)[:, start : start + x.size(-1)]
         return F.linear(x, w[:, :, 0]) + F.linear(self.ramps(x, start).flatten(-2), w[:, :, 1:].flatten(1))
 
-    def forward(self, x: torch.Tensor, rest: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: Tensor, rest: Tensor | None = None) -> Tensor:
         """x (B, T, F) -> (B, T, C). With `rest` (B, T, hidden), x holds only the first features and `rest`
         is the others' share (`first_layer`), computed beforehand for values that do not change (simulation)."""
         h = self.first_layer(x) + self.mlp[0].bias
         return self.mlp[1:](h if rest is None else h + rest)  # (B, T, C)
-
-
-class KVCache:
-    """Keys and values of the balls seen so far, one pair per layer, for ball-by-ball inference. Caches that
-    keep some balls or inputs elsewhere (`shared_cache.SimulationCache`) override `attend` and `embed_numeric`."""
-
-    def __init__(self, n_layers: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each (B, H, balls, hd)
-        self.values: list[torch.Tensor | None] = [None] * n_layers
-        self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers  # with room to grow
-        self.contexts: dict[str, tuple[torch.Tensor, ...]] = {}  # context from outside the innings, encoded once
-
-    @property
-    def length(self) -> int:
-        """The balls each row holds in `keys` and `values`."""
-        return 0 if self.keys[0] is None else self.keys[0].size(2)
-
-    def balls(self) -> torch.Tensor | int:
-        """The balls each row has seen."""
-        return self.length
-
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
-        buffers that double when full, so a step copies only its own ball, not the whole cache."""
-        used, T = (0 if self.keys[layer] is None else self.keys[layer].size(2)), k.size(2)
-        buffers = self._buffers[layer]
-        if buffers is None or buffers[0].size(2) < used + T:
-            size = max(2 * (used + T), 32)
-            buffers = tuple(new.new_empty(*new.shape[:2], size, new.size(3)) for new in (k, v))
-            if used:
-                buffers[0][:, :, :used], buffers[1][:, :, :used] = self.keys[layer], self.values[layer]
-            self._buffers[layer] = buffers
-        buffers[0][:, :, used : used + T], buffers[1][:, :, used : used + T] = k, v
-        self.keys[layer], self.values[layer] = buffers[0][:, :, : used + T], buffers[1][:, :, : used + T]
-        return self.keys[layer], self.values[layer]
-
-    def attend(
-        self,
-        attention: CausalSelfAttention,
-        layer: int,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        weights: list | None,
-    ) -> torch.Tensor:
-        """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`)."""
-        return attention.attend(q, k, v, weights)
-
-    def embed_numeric(self, embedding: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return embedding(batch["numeric"])
 
 
 class CausalSelfAttention(nn.Module):
@@ -279,7 +212,7 @@ class CausalSelfAttention(nn.Module):
         self.dropout = cfg.dropout
         self.resid_dropout = nn.Dropout(cfg.dropout)
 
-    def mask(self, q_place: torch.Tensor, k_place: torch.Tensor, held: torch.Tensor | None = None) -> torch.Tensor:
+    def mask(self, q_place: Tensor, k_place: Tensor, held: Tensor | None = None) -> Tensor:
         """What each query may see, from the places of queries (T,) or (B, T) and keys (S,) or (B, S) in
         their sequence and `held` (B, S), the keys that hold a ball of that row: (T, S) or (B, 1, T, S)."""
         q_place, k_place = q_place[..., :, None], k_place[..., None, :]
@@ -290,7 +223,7 @@ class CausalSelfAttention(nn.Module):
             allowed = allowed & held[:, None, :]
         return allowed[:, None] if allowed.dim() == 3 else allowed  # (B, 1, T, S) or (T, S)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> torch.Tensor:
+    def forward(self, x: Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> Tensor:
         """With a `weights` list, the attention weights (B, H, T, past + T) are computed explicitly and
         appended to it."""
         B, T, C = x.shape
@@ -303,7 +236,7 @@ class CausalSelfAttention(nn.Module):
             y = cache.attend(self, layer, q, k, v, weights)
         return self.resid_dropout(self.out(y.transpose(1, 2).contiguous().view(B, T, C)))
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: list | None = None) -> torch.Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, weights: list | None = None) -> Tensor:
         """The queries of the last T balls (B, H, T, hd) over the keys and values of all S balls so far:
         (B, H, T, hd)."""
         T, S = q.size(2), k.size(2)
@@ -325,13 +258,12 @@ class CausalSelfAttention(nn.Module):
 
 
 class ContextAttention(nn.Module):
-    """Cross-attention from each ball to context balls from outside its innings: its batter's last K balls
-    of earlier matches (or its bowler's), or, for the chase, the first innings. A context ball is its
-    outcome, a player (through the model's player table: the bowler who bowled to a batter, the batter a
-    bowler bowled to, the batter of a first-innings ball), its phase, when (log2 days ago for a history,
-    the over for the first innings) and its place in the context. A learned "nothing" key lets a ball look
-    nowhere, so a debutant's ball, or a first innings' ball, reads nothing. The context does not change
-    within an innings: its keys and values are computed once per innings and kept in the KV cache."""
+    """Cross-attention from each ball to context balls from outside its innings: its batter's (or bowler's)
+    last K balls of earlier matches, or, for the chase, the first innings. A context ball is its outcome, a
+    player (through the model's player table: the bowler who bowled to a batter, the batter a bowler bowled
+    to, a first-innings batter), its phase, when (log2 days ago, or the over) and its place. A learned
+    "nothing" key lets a debutant's ball, or a first innings' ball, read nothing. The keys and values are
+    computed once per innings and kept in the KV cache."""
 
     def __init__(self, cfg: ModelConfig, name: str, n_places: int, n_when: int):
         super().__init__()
@@ -347,7 +279,7 @@ class ContextAttention(nn.Module):
         self.none = nn.Parameter(torch.zeros(2, cfg.d_model))  # the "nothing" key and value
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def keys_values(self, context: torch.Tensor, players: nn.Embedding) -> tuple[torch.Tensor, ...]:
+    def keys_values(self, context: Tensor, players: nn.Embedding) -> tuple[Tensor, ...]:
         """(B, P, K, 4) context balls in P sets (one per player, or the one first innings) -> keys and values
         (B, H, P * (K + 1), hd), each set's "nothing" key first, and each key's set and whether it holds a
         ball, (B, P * (K + 1))."""
@@ -368,14 +300,7 @@ class ContextAttention(nn.Module):
         seen = torch.cat([torch.ones_like(empty[..., :1]), ~empty], dim=-1).view(B, P * (K + 1))
         return k, v, owner, seen
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        context: torch.Tensor,
-        slot: torch.Tensor,
-        players: nn.Embedding,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: Tensor, context: Tensor, slot: Tensor, players: nn.Embedding, cache: KVCache | None = None):
         """x (B, T, C), context (B, P, K, 4), slot (B, T): each ball's set among the P -> (B, T, C).
         All sets' keys form one sequence; a mask keeps each ball to its own set's."""
         B, T, C = x.shape
@@ -403,7 +328,7 @@ class MLP(nn.Module):
         self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return self.dropout(self.proj(F.gelu(self.fc(x))))
 
 
@@ -415,7 +340,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> torch.Tensor:
+    def forward(self, x: Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> Tensor:
         x = x + self.attn(self.ln1(x), cache, layer, weights)
         return x + self.mlp(self.ln2(x))
 
@@ -454,18 +379,14 @@ class CricketTransformer(nn.Module):
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
 
-    def _entity(self, emb: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+    def _entity(self, emb: nn.Embedding, ids: Tensor) -> Tensor:
         if self.training and self.cfg.entity_dropout > 0:
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
     def forward(
-        self,
-        batch: dict[str, torch.Tensor],
-        cache: KVCache | None = None,
-        last_only: bool = False,
-        attention: list | None = None,
-    ) -> torch.Tensor:
+        self, batch: dict[str, Tensor], cache: KVCache | None = None, last_only=False, attention=None
+    ) -> Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
@@ -509,9 +430,7 @@ class Ensemble(nn.Module):
         super().__init__()
         self.members = nn.ModuleList(members)
 
-    def forward(
-        self, batch: dict[str, torch.Tensor], cache: list[KVCache] | None = None, last_only: bool = False
-    ) -> torch.Tensor:
+    def forward(self, batch: dict[str, Tensor], cache: list[KVCache] | None = None, last_only: bool = False) -> Tensor:
         caches = cache if cache is not None else [None] * len(self.members)
         log_probs = torch.stack([m(batch, c, last_only).log_softmax(-1) for m, c in zip(self.members, caches)])
         return torch.logsumexp(log_probs, dim=0) - math.log(len(self.members))

@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
+from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import (
     POSITIONAL_PARTS,
     ConfigError,
     CricketPositionalEncoding,
     CricketTransformer,
     Ensemble,
-    KVCache,
     ModelConfig,
     PiecewiseLinearEmbedding,
     sinusoidal_table,
@@ -99,21 +99,26 @@ def test_positional_parts_are_switchable():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (dict(d_model=10, n_heads=4), "model.d_model=10 is not divisible by model.n_heads=4"),
-        (dict(positional_parts=("absolute", "moon_phase")), "model.positional_parts: unknown part"),
-        (dict(positional_dim=7), "even width"),
-        (dict(temperature=0.0), "model.temperature must be positive"),
-        (dict(numeric_embedding="spline"), "model.numeric_embedding"),
-        (dict(numeric_hidden=0), "model.numeric_hidden must be at least 1"),
-        (dict(numeric_embedding="bins"), "needs the training quantiles"),
-        (
-            dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES),
-            "model.numeric_bins=3 must divide",
-        ),
-        (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "each of the 5 numeric"),
-        (dict(numeric_embedding="periodic"), "model.numeric_embedding must be one of"),
-        (dict(n_venues=0), "model.n_venues must be at least 1"),
-        (dict(context=-1), "model.context must be null"),
+        (dict(d_model=10, n_heads=4), "model.d_model=10: must be divisible by model.n_heads=4"),
+        (dict(n_heads=0), "model.n_heads=0: must be at least 1"),
+        (dict(d_model=-16), "model.d_model=-16: must be at least 1"),
+        (dict(d_model="abc"), "model.d_model='abc': must be an integer"),
+        (dict(n_layers=2.5), "model.n_layers=2.5: must be an integer"),
+        (dict(dropout="high"), "model.dropout='high': must be a number"),
+        (dict(max_len=True), "model.max_len=True: must be an integer"),
+        (dict(positional_parts=("absolute", "moon_phase")), r"model.positional_parts=\['absolute', 'moon_phase'\]"),
+        (dict(positional_dim=7), "model.positional_dim=7: must be even"),
+        (dict(temperature=0.0), "model.temperature=0.0: must be positive"),
+        (dict(numeric_embedding="spline"), r"model.numeric_embedding='spline': must be one of \('mlp', 'bins'\)"),
+        (dict(numeric_embedding="periodic"), "model.numeric_embedding='periodic': must be one of"),
+        (dict(numeric_hidden=0), "model.numeric_hidden=0: must be at least 1, or null"),
+        (dict(numeric_embedding="bins"), "model.numeric_quantiles=None: must be one per feature, with bins"),
+        (dict(numeric_embedding="bins", numeric_bins=3, numeric_quantiles=QUANTILES), "model.numeric_bins=3: must be"),
+        (dict(numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES[:4]), "model.numeric_quantiles"),
+        (dict(n_venues=0), "model.n_venues=0: must be at least 1"),
+        (dict(context=-1), "model.context=-1: must be null"),
+        (dict(history_balls=-3), "model.history_balls=-3: must be 0"),
+        (dict(entity_dropout=1.0), r"model.entity_dropout=1.0: must be in \[0, 1\)"),
     ],
 )
 def test_bad_config_names_the_setting(change, message):

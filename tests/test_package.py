@@ -18,7 +18,7 @@ FLOORS = (
     ("laws", "atomic", "config", "progress"),  # the laws of the game and small helpers
     ("metrics", "tracking"),
     ("data",),
-    ("model", "shared_cache"),
+    ("model", "kv_cache"),
     ("training", "scoring"),
     ("simulation",),
 )

@@ -15,10 +15,10 @@ import torch
 
 from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.kv_cache import SimulationCache
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring.form import PlayerForm
-from cricket_attn.shared_cache import SimulationCache
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histories

@@ -55,7 +55,7 @@ def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
 def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_path):
     with pytest.raises(ConfigError, match=r"model.max_len=50 is too small: the data has \d+ deliveries"):
         train(tiny_train_config(tmp_path, "model.max_len=50"))
-    with pytest.raises(ConfigError, match="model.d_model=8 is not divisible by model.n_heads=3"):
+    with pytest.raises(ConfigError, match="model.d_model=8: must be divisible by model.n_heads=3"):
         train(tiny_train_config(tmp_path, "model.n_heads=3"))
 
 
@@ -211,7 +211,7 @@ def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["model.n_heads=3"], "model.d_model=8 is not divisible by model.n_heads=3"),
+        (["model.n_heads=3"], "model.d_model=8: must be divisible by model.n_heads=3"),
         (
             ["data.split.test=[2030]"],
             "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons 2008-2026)",

@@ -1,8 +1,9 @@
-"""The model's KV cache as the simulator uses it: many simulations of one innings at once.
+"""The model's KV cache, for ball-by-ball inference, and the simulator's: many simulations of one innings.
 
-The real balls before a state are held once for every simulation from it (`SharedBalls`), and the
-players' rates, fixed within an innings, enter the numeric layer through tables made once per innings
-(`SimulationCache.keep_rates`). Everything here reproduces a full pass of the model (tests/test_shared_cache.py).
+`KVCache` keeps each layer's keys and values of the balls seen so far. `SimulationCache` holds the real
+balls before a state once for every simulation from it (`SharedBalls`), and takes the players' rates,
+fixed within an innings, through tables made once per innings (`keep_rates`). Every step reproduces a
+full pass of the model (tests/test_kv_cache.py, tests/test_model.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,51 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+from torch import Tensor
 
-from cricket_attn.model import CausalSelfAttention, CricketTransformer, KVCache, PiecewiseLinearEmbedding
+from cricket_attn.model import CausalSelfAttention, CricketTransformer, PiecewiseLinearEmbedding
+
+
+class KVCache:
+    """Keys and values of the balls seen so far, one pair per layer. A cache that keeps some balls or inputs
+    elsewhere (`SimulationCache`) does its own `attend` and `embed_numeric`."""
+
+    def __init__(self, n_layers: int):
+        self.keys: list[Tensor | None] = [None] * n_layers  # each (B, H, balls, hd)
+        self.values: list[Tensor | None] = [None] * n_layers
+        self._buffers: list[tuple[Tensor, Tensor] | None] = [None] * n_layers  # with room to grow
+        self.contexts: dict[str, tuple[Tensor, ...]] = {}  # context from outside the innings, encoded once
+
+    @property
+    def length(self) -> int:
+        """The balls each row holds in `keys` and `values`."""
+        return 0 if self.keys[0] is None else self.keys[0].size(2)
+
+    def balls(self) -> Tensor | int:
+        """The balls each row has seen."""
+        return self.length
+
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
+        buffers that double when full, so a step copies only its own ball, not the whole cache."""
+        used, T = (0 if self.keys[layer] is None else self.keys[layer].size(2)), k.size(2)
+        buffers = self._buffers[layer]
+        if buffers is None or buffers[0].size(2) < used + T:
+            size = max(2 * (used + T), 32)
+            buffers = tuple(new.new_empty(*new.shape[:2], size, new.size(3)) for new in (k, v))
+            if used:
+                buffers[0][:, :, :used], buffers[1][:, :, :used] = self.keys[layer], self.values[layer]
+            self._buffers[layer] = buffers
+        buffers[0][:, :, used : used + T], buffers[1][:, :, used : used + T] = k, v
+        self.keys[layer], self.values[layer] = buffers[0][:, :, : used + T], buffers[1][:, :, : used + T]
+        return self.keys[layer], self.values[layer]
+
+    def attend(self, attention: CausalSelfAttention, layer: int, q: Tensor, k: Tensor, v: Tensor, weights) -> Tensor:
+        """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`)."""
+        return attention.attend(q, k, v, weights)
+
+    def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        return embedding(batch["numeric"])
 
 
 @dataclass
@@ -22,9 +66,9 @@ class SharedBalls:
     """Balls many rows of a cache have in common (the real balls before a state), held once: per layer
     their keys and values (H, S, hd), and for each row how many of them, from the first, it has seen (B,)."""
 
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
-    seen: torch.Tensor
+    keys: list[Tensor]
+    values: list[Tensor]
+    seen: Tensor
 
 
 class SimulationCache(KVCache):
@@ -36,35 +80,27 @@ class SimulationCache(KVCache):
     def __init__(self, n_layers: int):
         super().__init__(n_layers)
         self.shared: SharedBalls | None = None
-        self.rates: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self.rates: tuple[Tensor, Tensor, Tensor] | None = None
 
-    def balls(self) -> torch.Tensor | int:
+    def balls(self) -> Tensor | int:
         """The balls each row has seen: (B,) with shared balls, else the length."""
         return self.length if self.shared is None else self.shared.seen + self.length
 
-    def attend(
-        self,
-        attention: CausalSelfAttention,
-        layer: int,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        weights: list | None,
-    ) -> torch.Tensor:
+    def attend(self, attention: CausalSelfAttention, layer: int, q: Tensor, k: Tensor, v: Tensor, weights) -> Tensor:
         if self.shared is None:
             return super().attend(attention, layer, q, k, v, weights)
         if weights is not None:
             raise ValueError("attention weights come from a cache without shared balls")
         return attend_shared(attention, q, k, v, self.shared, layer)
 
-    def embed_numeric(self, embedding: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         if "rate_slots" not in batch:
             return super().embed_numeric(embedding, batch)
         batter, bowler, venue = self.rates  # (slots, hidden), (slots, hidden), (hidden,)
         striker, bowling = batch["rate_slots"].unbind(-1)
         return embedding(batch["numeric"], batter[striker] + bowler[bowling] + venue)
 
-    def keep_rates(self, model: CricketTransformer, rates: list[tuple[int, torch.Tensor]]) -> bool:
+    def keep_rates(self, model: CricketTransformer, rates: list[tuple[int, Tensor]]) -> bool:
         """Given every batting slot's (slots, k), every bowling slot's and the venue's (k,) standardised
         rates, each with the place of its first feature among the model's numeric features, keep their
         share of the numeric layer. False (nothing kept) for a numeric layer that cannot be split."""
@@ -73,7 +109,7 @@ class SimulationCache(KVCache):
         self.rates = tuple(model.numeric.first_layer(values, start) for start, values in rates)
         return True
 
-    def take_rows(self, index: torch.Tensor) -> SimulationCache:
+    def take_rows(self, index: Tensor) -> SimulationCache:
         """These rows, in this order; an index may repeat a row. Shared balls stay shared, and so does a
         context of one row (every row's)."""
         out = self._copy(lambda x: x[index], lambda x: x if x.size(0) == 1 else x[index])
@@ -81,7 +117,7 @@ class SimulationCache(KVCache):
             out.shared = SharedBalls(self.shared.keys, self.shared.values, self.shared.seen[index])
         return out
 
-    def share_rows(self, seen: torch.Tensor) -> SimulationCache:
+    def share_rows(self, seen: Tensor) -> SimulationCache:
         """From a one-row cache, one row per entry of `seen` (R,), each row the cache as it was after that
         many balls; the balls are held once, not copied per row (one innings, many simulations)."""
         if self.keys[0] is None or self.keys[0].size(0) != 1 or self.shared is not None:
@@ -100,8 +136,8 @@ class SimulationCache(KVCache):
 
 
 def attend_shared(
-    attention: CausalSelfAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shared: SharedBalls, layer: int
-) -> torch.Tensor:
+    attention: CausalSelfAttention, q: Tensor, k: Tensor, v: Tensor, shared: SharedBalls, layer: int
+) -> Tensor:
     """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
     shared keys and values are read once for all rows, as one matrix product per head, not once per
     row; the two parts' scores join in one softmax. (B, H, T, hd)."""
