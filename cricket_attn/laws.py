@@ -18,6 +18,9 @@ START_OF_INNINGS = N_OUTCOMES
 OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
 
 MAX_WICKETS = 10  # all out
+# Legal balls an over may have: six by the Laws; four, five (The Hundred's sets) and eight have been
+# played too. Anything else in a match file is corrupt, not cricket.
+BALLS_PER_OVER = range(4, 9)
 # Dismissals recorded on a delivery that are not team wickets: the batter may come back.
 NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
 

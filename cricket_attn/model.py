@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 import torch.nn as nn
@@ -18,14 +18,26 @@ from torch import Tensor
 
 from cricket_attn.laws import N_OUTCOMES
 
-if TYPE_CHECKING:  # the cache (cricket_attn.kv_cache) stores what the model computes; the model needs only its type
-    from cricket_attn.kv_cache import KVCache
-
 POSITIONAL_PARTS = ("absolute", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls")
 # The innings a ball belongs to: 0 the first, 1 the chase. The table has a third row, never read (super
 # overs are not modelled): dropping it would change the random initialisation of every default model.
 N_INNINGS_MARKERS = 3
 NUMERIC_EMBEDDINGS = ("mlp", "bins")
+
+
+class Cache(Protocol):
+    """What the model asks of a KV cache (`cricket_attn.kv_cache`, which stores what the model computes): the
+    balls seen, a layer's keys and values appended, attention over them, the numeric embedding, and context
+    from outside the innings encoded once."""
+
+    contexts: dict[str, tuple[Tensor, ...]]
+
+    def balls(self) -> Tensor | int: ...
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]: ...
+    def attend(
+        self, attention: CausalSelfAttention, layer: int, q: Tensor, k: Tensor, v: Tensor, weights
+    ) -> Tensor: ...
+    def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor: ...
 
 
 class ConfigError(ValueError):
@@ -223,7 +235,7 @@ class CausalSelfAttention(nn.Module):
             allowed = allowed & held[:, None, :]
         return allowed[:, None] if allowed.dim() == 3 else allowed  # (B, 1, T, S) or (T, S)
 
-    def forward(self, x: Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> Tensor:
+    def forward(self, x: Tensor, cache: Cache | None, layer: int, weights: list | None = None) -> Tensor:
         """With a `weights` list, the attention weights (B, H, T, past + T) are computed explicitly and
         appended to it."""
         B, T, C = x.shape
@@ -300,7 +312,7 @@ class ContextAttention(nn.Module):
         seen = torch.cat([torch.ones_like(empty[..., :1]), ~empty], dim=-1).view(B, P * (K + 1))
         return k, v, owner, seen
 
-    def forward(self, x: Tensor, context: Tensor, slot: Tensor, players: nn.Embedding, cache: KVCache | None = None):
+    def forward(self, x: Tensor, context: Tensor, slot: Tensor, players: nn.Embedding, cache: Cache | None = None):
         """x (B, T, C), context (B, P, K, 4), slot (B, T): each ball's set among the P -> (B, T, C).
         All sets' keys form one sequence; a mask keeps each ball to its own set's."""
         B, T, C = x.shape
@@ -340,7 +352,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: Tensor, cache: KVCache | None, layer: int, weights: list | None = None) -> Tensor:
+    def forward(self, x: Tensor, cache: Cache | None, layer: int, weights: list | None = None) -> Tensor:
         x = x + self.attn(self.ln1(x), cache, layer, weights)
         return x + self.mlp(self.ln2(x))
 
@@ -384,9 +396,7 @@ class CricketTransformer(nn.Module):
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
-    def forward(
-        self, batch: dict[str, Tensor], cache: KVCache | None = None, last_only=False, attention=None
-    ) -> Tensor:
+    def forward(self, batch: dict[str, Tensor], cache: Cache | None = None, last_only=False, attention=None) -> Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
@@ -430,7 +440,7 @@ class Ensemble(nn.Module):
         super().__init__()
         self.members = nn.ModuleList(members)
 
-    def forward(self, batch: dict[str, Tensor], cache: list[KVCache] | None = None, last_only: bool = False) -> Tensor:
+    def forward(self, batch: dict[str, Tensor], cache: list[Cache] | None = None, last_only: bool = False) -> Tensor:
         caches = cache if cache is not None else [None] * len(self.members)
         log_probs = torch.stack([m(batch, c, last_only).log_softmax(-1) for m, c in zip(self.members, caches)])
         return torch.logsumexp(log_probs, dim=0) - math.log(len(self.members))

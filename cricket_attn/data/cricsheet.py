@@ -14,7 +14,7 @@ from datetime import date
 import orjson
 
 from cricket_attn.data.sources import MatchFile
-from cricket_attn.laws import NOT_TEAM_WICKETS, OUTCOME_INDEX
+from cricket_attn.laws import BALLS_PER_OVER, NOT_TEAM_WICKETS, OUTCOME_INDEX
 
 SUPPORTED_MAJOR_VERSION = "1"
 
@@ -140,8 +140,10 @@ class _Parser:
         if len(teams) != 2 or not all(isinstance(t, str) for t in teams):
             raise self.error("info.teams", f"expected two team names, got {teams!r}")
         balls_per_over = self.get(info, "balls_per_over", int, "info")
-        if balls_per_over < 1:
-            raise self.error("info.balls_per_over", f"must be positive, got {balls_per_over}")
+        if balls_per_over not in BALLS_PER_OVER:
+            raise self.error(
+                "info.balls_per_over", f"{balls_per_over}: must be {BALLS_PER_OVER[0]} to {BALLS_PER_OVER[-1]}"
+            )
         event = self.get(info, "event", dict, "info", default={})
         outcome = self.get(info, "outcome", dict, "info", default={})
         by = self.get(outcome, "by", dict, "info.outcome", default={})

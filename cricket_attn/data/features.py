@@ -44,6 +44,21 @@ def innings_balls(d: pd.DataFrame) -> np.ndarray:
     return np.floor(overs) * d["balls_per_over"].to_numpy() + np.round((overs - np.floor(overs)) * 10)
 
 
+def innings_extent(d: pd.DataFrame) -> pd.DataFrame:
+    """Per regular innings (rows: match_id, innings), how far it reaches in each position a model embeds:
+    `deliveries`, `legal_balls` (played), `overs`, `balls_in_over` (the longest over's legal balls and
+    extras' numbering), and `scheduled_balls`, the legal balls it may last (`innings_balls`). Super overs
+    are left out, as the models leave them."""
+    regular = d[~d["is_super_over"].astype(bool)]
+    extent = regular.assign(
+        legal_balls=regular["legal_ball_index"] + 1, overs=regular["over"] + 1, scheduled_balls=innings_balls(regular)
+    )
+    return extent.groupby(["match_id", "innings"], observed=True, sort=False).agg(
+        deliveries=("over", "size"), legal_balls=("legal_balls", "max"), overs=("overs", "max"),
+        balls_in_over=("ball_in_over", "max"), scheduled_balls=("scheduled_balls", "max"),
+    )  # fmt: skip
+
+
 def _before(values: pd.Series, groups: Sequence) -> pd.Series:
     """Sum of `values` over earlier rows of the same group (exclusive cumulative sum)."""
     return values.groupby(groups, sort=False, observed=True).cumsum() - values

@@ -124,19 +124,15 @@ def predict_tables(
     trained: TrainedModel, tables: Ingested, phases: PhaseRules, strict: bool = False
 ) -> tuple[pd.DataFrame, list[str]]:
     """The output table (every delivery and every next ball, scored), and the matches left out because
-    an innings is longer than the model takes (with `strict`, such a match is an error)."""
+    an innings reaches a position the model cannot embed (with `strict`, such a match is an error)."""
     frame = with_next_balls(tables, phases)
-    too_long = trained.too_long(frame)
-    left_out = [
-        f"match {m}: an innings of {n} deliveries is longer than the model takes ({trained.max_len}; it "
-        f"was trained on T20 innings); not scored"
-        for m, n in too_long.items()
-    ]
+    refused = trained.cannot_take(frame)
+    left_out = [f"{reason}; not scored" for reason in refused.values()]
     if strict and left_out:
         raise ValueError(f"--strict: {left_out[0]}")
-    frame = frame[~frame["match_id"].astype(str).isin(too_long)]
+    frame = frame[~frame["match_id"].astype(str).isin(refused)]
     if frame.empty:
-        raise ValueError(f"nothing to score: every match is too long for the model ({left_out[0]})")
+        raise ValueError(f"nothing to score: the model takes none of the matches ({left_out[0]})")
     scored = trained.score(frame, desc="scoring")
     out = scored[list(OUTPUT_COLUMNS)].copy()
     out["outcome"] = out["outcome"].astype(object).where(out["outcome"].notna(), None)
@@ -188,6 +184,10 @@ def run(args: argparse.Namespace) -> ScoringSummary:
             else "no match files"
         )
         raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
+    tables, refused = trained.playable(tables)  # before any tensor is built
+    summary.skipped += [f"{reason}; not scored" for reason in refused]
+    if args.strict and refused:
+        raise ValueError(f"--strict: {refused[0]}")
     if trained.encoder.history_balls or args.recent_level or args.form:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
         known = known_deliveries(tables.deliveries, archive.deliveries)

@@ -11,10 +11,11 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
 from cricket_attn.laws import OUTCOME_RUNS
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.model import CricketTransformer, Ensemble, ModelConfig
 
 # What a scored frame carries about each delivery, before the probabilities.
 DELIVERY_COLUMNS = (
@@ -72,3 +73,37 @@ def score_deliveries(
         out[name] = probs[:, j]
     out["expected_runs"] = probs @ OUTCOME_RUNS
     return out
+
+
+def model_config(model: CricketTransformer | Ensemble) -> ModelConfig:
+    """The settings of a model, or of an ensemble's first member (its members are alike)."""
+    return (model.members[0] if isinstance(model, Ensemble) else model).cfg
+
+
+# The positions a model's tables hold, each as its setting and what it counts (`innings_extent`'s columns).
+REACH = (
+    ("max_len", "deliveries", "deliveries"),
+    ("max_balls", "legal_balls", "legal balls"),
+    ("max_overs", "overs", "overs"),
+    ("max_ball_in_over", "balls_in_over", "balls in an over"),
+)
+
+
+def model_reach(cfg: ModelConfig, deliveries: pd.DataFrame, scheduled: bool = False) -> dict:
+    """Per match the model cannot take, the first position it cannot embed, as a sentence. With
+    `scheduled`, an innings is also measured by the legal balls and overs it may last."""
+    extent = innings_extent(deliveries)
+    if scheduled:
+        bpo = deliveries.groupby(["match_id", "innings"], observed=True, sort=False)["balls_per_over"].max()
+        extent["legal_balls"] = extent[["legal_balls", "scheduled_balls"]].max(axis=1)
+        extent["overs"] = np.maximum(extent["overs"], np.ceil(extent["scheduled_balls"] / bpo.reindex(extent.index)))
+    found = {}
+    for setting, column, what in REACH:
+        beyond = extent[extent[column] > getattr(cfg, setting)]
+        for (match_id, innings), n in beyond[column].items():
+            found.setdefault(
+                match_id,
+                f"innings {innings} reaches {int(n)} {what}, more than the model's "
+                f"tables hold (model.{setting}={getattr(cfg, setting)}; it was trained on T20 innings)",
+            )
+    return found

@@ -22,7 +22,7 @@ from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.scoring.form import PlayerForm
-from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.scoring.probabilities import model_config, model_reach, score_deliveries
 
 STRENGTH = 200.0
 
@@ -118,6 +118,7 @@ def balls_since(
         return pd.DataFrame(columns=columns), pd.Series(dtype="datetime64[ns]")
     since = restore_types(since.reset_index(drop=True))  # a table joined from several (known_deliveries)
     since["match_id"] = since["match_id"].astype(str)
+    since = since[~since["match_id"].isin(model_reach(model_config(model), since))]  # a match it cannot embed
     dates = since.groupby("match_id")["date"].first()
     parts = []
     if scored is not None:

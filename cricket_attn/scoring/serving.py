@@ -10,15 +10,16 @@ same weights and the same fitted encoder.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
+from cricket_attn.data.deliveries import Ingested
 from cricket_attn.data.sequences import SequenceEncoder
-from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.model import CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.scoring.checkpoints import CheckpointError, load_model
-from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.scoring.probabilities import model_config, model_reach, score_deliveries
 
 CHECKPOINT_ARTIFACT = "checkpoint"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
@@ -33,16 +34,23 @@ class TrainedModel:
     @property
     def max_len(self) -> int:
         """The longest innings (in deliveries) the model takes."""
-        first = self.model.members[0] if isinstance(self.model, Ensemble) else self.model
-        return first.cfg.max_len
+        return self.config.max_len
 
-    def too_long(self, deliveries: pd.DataFrame) -> dict[str, int]:
-        """The matches with a sequence longer than the model takes (a Test innings, a long ODI), each
-        with its longest sequence's number of deliveries; super overs are not modelled."""
-        regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-        lengths = regular.groupby(["match_id", "innings"], observed=True).size()
-        longest = lengths[lengths > self.max_len].groupby(level="match_id", observed=True).max()
-        return {str(m): int(n) for m, n in longest.items()}
+    @property
+    def config(self) -> ModelConfig:
+        return model_config(self.model)
+
+    def cannot_take(self, deliveries: pd.DataFrame, scheduled: bool = False) -> dict[str, str]:
+        """The matches whose innings reach a position the model's tables do not hold (`model_reach`: an ODI's
+        25th over, an over of 14 balls), each with the reason; with `scheduled`, also by the innings' length
+        as scheduled (a simulation plays an innings to its end)."""
+        return {str(m): f"match {m}: {reason}" for m, reason in model_reach(self.config, deliveries, scheduled).items()}
+
+    def playable(self, tables: Ingested, scheduled: bool = False) -> tuple[Ingested, list[str]]:
+        """`tables` without the matches the model cannot take (`cannot_take`), and why each was left out."""
+        refused = self.cannot_take(tables.deliveries, scheduled)
+        kept = tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(refused)]
+        return replace(tables, deliveries=kept), list(refused.values())
 
     def score(self, deliveries: pd.DataFrame, desc: str | None = None) -> pd.DataFrame:
         """`score_deliveries` with this model; `desc` names a progress bar (on a terminal). A model that

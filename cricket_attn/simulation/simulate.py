@@ -143,6 +143,10 @@ def run(args: argparse.Namespace) -> SimulationSummary:
             f"nothing to simulate in {', '.join(map(str, args.sources))}: "
             f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries"
         )
+    tables, refused = trained.playable(tables, scheduled=True)  # before any tensor is built
+    summary.skipped += [f"{reason}; not simulated" for reason in refused]
+    if args.strict and refused:
+        raise ValueError(f"--strict: {refused[0]}")
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)

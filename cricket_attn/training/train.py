@@ -30,6 +30,7 @@ from cricket_attn import progress, tracking
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import QUANTILE_STEPS
 from cricket_attn.data.sources import SourceError
 from cricket_attn.data.splits import SeasonSplit, season_range
@@ -37,7 +38,7 @@ from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, s
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.scoring.attention import log_attention
 from cricket_attn.scoring.checkpoints import load_model, save_final
-from cricket_attn.scoring.probabilities import score_deliveries
+from cricket_attn.scoring.probabilities import REACH, score_deliveries
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 
 log = logging.getLogger(__name__)
@@ -46,17 +47,13 @@ logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(lambda r: "
 
 
 def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
-    """Fail at start-up, naming the setting, if the data is larger than the model's tables."""
-    d = dm.tables.deliveries
-    limits = [
-        ("model.max_len", dm.max_len(), model["max_len"], "deliveries in one sequence"),
-        ("model.max_balls", int(d["legal_ball_index"].max()) + 1, model["max_balls"], "legal balls in an innings"),
-        ("model.max_overs", int(d["over"].max()) + 1, model["max_overs"], "overs in an innings"),
-        ("model.max_ball_in_over", int(d["ball_in_over"].max()), model["max_ball_in_over"], "balls in an over"),
-    ]
-    for setting, needed, have, what in limits:
-        if needed > have:
-            raise ConfigError(f"{setting}={have} is too small: the data has {needed} {what}")
+    """Fail at start-up, naming the setting, if the data reaches further than the model's tables (`REACH`)."""
+    extent = innings_extent(dm.tables.deliveries).max()
+    for setting, column, what in REACH:
+        if extent[column] > model[setting]:
+            raise ConfigError(
+                f"model.{setting}={model[setting]} is too small: the data has {int(extent[column])} {what}"
+            )
 
 
 @dataclass

@@ -206,6 +206,9 @@ BAD = {
         "deliveries[1].extras.wides",
         "-1 is not a number of runs one ball can give",
     ),
+    # The laws allow four to eight balls an over: 10**9 once asked the simulator for 164 GiB.
+    "balls per over": (lambda doc: doc["info"].update(balls_per_over=10**9), "info.balls_per_over", "must be 4 to 8"),
+    "no balls per over": (lambda doc: doc["info"].update(balls_per_over=0), "info.balls_per_over", "0: must be 4 to 8"),
     "extras disagree": (
         lambda doc: ball(doc, batter=0, extras={"wides": 2}, runs_extras=1),
         "deliveries[1].extras",
