@@ -1,5 +1,6 @@
 # Set-up and the two everyday commands. Each target creates or reuses .venv and installs torch==2.13.0
-# before anything else: an unpinned torch would pull several GB of CUDA packages.
+# before anything else (an unpinned torch would pull several GB of CUDA packages), then the project with
+# the versions in constraints.txt, which make main's figures were measured with.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,11 +10,11 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev]" -c constraints.txt
 	touch $(STAMP)
 
 # The main job on the embedded IPL archive: ingest it (fetched once), check it against the official
