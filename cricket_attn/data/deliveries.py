@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
@@ -234,14 +236,18 @@ def load_tables(
     matches_path = cache / f"matches-{key}.parquet"
     record_path = cache / f"ingest-{key}.json"
     if not refresh and record_path.exists() and deliveries_path.exists() and matches_path.exists():
-        record = json.loads(record_path.read_text())
-        return Ingested(
-            deliveries=pd.read_parquet(deliveries_path),
-            matches=pd.read_parquet(matches_path),
-            skipped=[Skipped(**s) for s in record["skipped"]],
-            sources=record["sources"],
-            key=key,
-        )
+        try:
+            record = json.loads(record_path.read_text())
+            return Ingested(
+                deliveries=pd.read_parquet(deliveries_path),
+                matches=pd.read_parquet(matches_path),
+                skipped=[Skipped(**s) for s in record["skipped"]],
+                sources=record["sources"],
+                key=key,
+            )
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as err:  # a damaged cache
+            why = str(err).splitlines()[0] if str(err) else type(err).__name__
+            print(f"{cache}: the cached tables {key} are unreadable ({why}); rebuilt from the sources", file=sys.stderr)
     result = build_tables(iter_match_files(paths), phases)
     result.sources, result.key = [str(p) for p in paths], key
     write_parquet(result.deliveries, deliveries_path)

@@ -8,7 +8,7 @@ import time
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables, summary, write_parquet
-from cricket_attn.data.sources import SourceError, what_is_in
+from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,13 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     except SourceError as err:
         print(f"cricket-attn-ingest: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a source or the cache the system refused (no permission, a full disk): one line
+        print(f"cricket-attn-ingest: {err.filename or data_dir / 'cache'}: {os_reason(err)}", file=sys.stderr)
+        return 2
     print(summary(result))
     if result.matches.empty:  # nothing to train on or score: say what was there instead
         found = what_is_in(result.sources)
         why = (
             f"all {len(result.skipped)} match file(s) were skipped (above)"
             if result.skipped
-            else "none is a Cricsheet match file (.json or .json.gz, alone, in a folder or in a zip)"
+            else f"none is a Cricsheet match file {MATCH_FILE_KINDS}"
         )
         print(
             f"cricket-attn-ingest: no match ingested from {', '.join(result.sources)}: found {found}; {why}; "
@@ -55,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cricket-attn-ingest: --strict: {len(result.skipped)} file(s) skipped; nothing written", file=sys.stderr)
         return 1
     if args.out:
-        write_parquet(result.deliveries, args.out)
+        try:
+            write_parquet(result.deliveries, args.out)
+        except OSError as err:  # the write is atomic: nothing of it is left
+            print(f"cricket-attn-ingest: --out {args.out}: cannot write ({os_reason(err)})", file=sys.stderr)
+            return 2
         print(f"written:      {args.out}")
     print(f"took:         {time.perf_counter() - start:.2f} s")
     return 0

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,15 +26,30 @@ class SourceError(ValueError):
     """A source that is not a Cricsheet zip, a folder or a match file."""
 
 
+def os_reason(err: OSError) -> str:
+    """What the system said, in one line: `No space left on device`, not `[Errno 28] ...` or a page."""
+    return err.strerror or next(iter(str(err).splitlines()), "") or type(err).__name__
+
+
 @dataclass(frozen=True)
 class MatchFile:
     """One match file's raw bytes and where it came from (`name` is what error messages show). A
     gzip-compressed file (`.json.gz`, as some Cricsheet mirrors serve) keeps its compressed bytes:
-    the parser unpacks it, so a broken one is skipped like any other bad file."""
+    the parser unpacks it, so a broken one is skipped like any other bad file. A file that could not be
+    read (a broken zip, one too large) has no bytes but the `problem`, which asking for them raises."""
 
     name: str
     match_id: str
-    raw: bytes
+    content: bytes | None
+    problem: str = ""
+
+    @property
+    def raw(self) -> bytes:
+        if self.content is None:
+            from cricket_attn.data.cricsheet import MatchFileError  # cricsheet imports this module
+
+            raise MatchFileError(self.name, self.match_id, "(file)", self.problem)
+        return self.content
 
     @property
     def compressed(self) -> bool:
@@ -41,6 +57,12 @@ class MatchFile:
 
 
 MATCH_SUFFIXES = (".json", ".json.gz")  # any case: 1234.JSON is a match file too
+MATCH_FILE_KINDS = "(.json or .json.gz, alone, in a folder or in a zip)"  # for messages
+ZIP_SUFFIX = ".zip"  # any case too
+# The most a match file may unpack to. Cricsheet's largest (a five-day Test, every ball) is a few MB;
+# 64 MiB is ten times more than any real one, and bounds the memory one bad file can take (a zip member
+# of a few MB on disk can unpack to gigabytes). A larger file is skipped by name, never unpacked.
+MAX_MATCH_BYTES = 64 << 20
 
 
 def match_id_of(name: str) -> str:
@@ -89,10 +111,18 @@ def default_archive(data_dir: Path) -> Path:
     return archive
 
 
-def _is_match_name(name: str) -> bool:
-    # Cricsheet archives also hold README.txt; macOS zips add __MACOSX/ resource forks.
+def _is_listed(name: str, suffixes: tuple[str, ...]) -> bool:
+    # Cricsheet archives also hold README.txt; macOS adds ._ and __MACOSX/ resource forks.
     base = name.rsplit("/", 1)[-1]
-    return base.lower().endswith(MATCH_SUFFIXES) and not base.startswith(".") and "__MACOSX" not in name
+    return base.lower().endswith(suffixes) and not base.startswith(".") and "__MACOSX" not in name
+
+
+def _is_match_name(name: str) -> bool:
+    return _is_listed(name, MATCH_SUFFIXES)
+
+
+def _too_large(size: str) -> str:
+    return f"{size}, over the {MAX_MATCH_BYTES >> 20} MiB a match file may have; not read"
 
 
 def source_kind(path: Path) -> str:
@@ -115,8 +145,11 @@ def what_is_in(sources: Iterable[str | Path]) -> str:
         if source.is_dir():
             names += [p.name for p in source.rglob("*") if p.is_file()]
         elif source.is_file() and zipfile.is_zipfile(source):
-            with zipfile.ZipFile(source) as archive:
-                names += [n for n in archive.namelist() if not n.endswith("/")]
+            try:
+                with zipfile.ZipFile(source) as archive:
+                    names += [n for n in archive.namelist() if not n.endswith("/")]
+            except (zipfile.BadZipFile, OSError):  # a broken zip is one file
+                names.append(source.name)
         elif source.is_file():
             names.append(source.name)
     if not names:
@@ -131,24 +164,61 @@ def what_is_in(sources: Iterable[str | Path]) -> str:
 
 def iter_match_files(sources: Iterable[str | Path]) -> Iterator[MatchFile]:
     """Yield every match file in the sources, in a stable order (zip order, or sorted paths)."""
+    """Yield every match file in the sources, in a stable order (zip order, or sorted paths). A file
+    that cannot be read (a broken zip or member, one too large, one the system refuses) comes with its
+    problem instead of its bytes, to be skipped by name while the others are read."""
     for source in sources:
         path = Path(source)
         kind = source_kind(path)
         if kind == "folder":
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if file.suffix == ".zip":
+                if _is_listed(file.name, (ZIP_SUFFIX,)):
                     yield from _iter_zip(file)
                 elif _is_match_name(file.name):
-                    yield MatchFile(str(file), match_id_of(file.name), file.read_bytes())
+                    yield _read_file(file)
         elif kind == "zip":
             yield from _iter_zip(path)
         else:
-            yield MatchFile(str(path), match_id_of(path.name), path.read_bytes())
+            yield _read_file(path)
+
+
+def _read_file(path: Path) -> MatchFile:
+    name, match_id = str(path), match_id_of(path.name)
+    try:
+        size = path.stat().st_size
+        if size > MAX_MATCH_BYTES:
+            return MatchFile(name, match_id, None, _too_large(f"{size:,} bytes"))
+        return MatchFile(name, match_id, path.read_bytes())
+    except OSError as err:
+        return MatchFile(name, match_id, None, f"cannot be read: {os_reason(err)}")
 
 
 def _iter_zip(path: Path) -> Iterator[MatchFile]:
-    with zipfile.ZipFile(path) as archive:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        yield MatchFile(
+            str(path), path.stem, None, f"not a readable zip file ({err or type(err).__name__}); none of it read"
+        )
+        return
+    with archive:
         for member in archive.infolist():
-            if member.is_dir() or not _is_match_name(member.filename):
-                continue
-            yield MatchFile(f"{path}:{member.filename}", match_id_of(member.filename), archive.read(member))
+            if not member.is_dir() and _is_match_name(member.filename):
+                yield _read_member(archive, member, f"{path}:{member.filename}")
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -> MatchFile:
+    """One member's bytes, never more than MAX_MATCH_BYTES + 1 of them: its header's size is checked
+    first, and the read is bounded too, since a crafted header can understate it."""
+    match_id = match_id_of(member.filename)
+    if member.file_size > MAX_MATCH_BYTES:
+        return MatchFile(name, match_id, None, _too_large(f"{member.file_size:,} bytes unpacked"))
+    try:
+        with archive.open(member) as f:
+            raw = f.read(MAX_MATCH_BYTES + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, zlib.error) as err:
+        return MatchFile(name, match_id, None, f"a broken zip member ({err or type(err).__name__})")
+    if len(raw) > MAX_MATCH_BYTES:
+        told = f"more than {MAX_MATCH_BYTES:,} bytes unpacked (its header says {member.file_size:,})"
+        return MatchFile(name, match_id, None, _too_large(told))
+    return MatchFile(name, match_id, raw)

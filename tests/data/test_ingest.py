@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from cricket_attn.data.ingest import main
 from tests.conftest import FIXTURES
+from tests.data.test_sources import GOOD, UPPER, broken_zips
 
 
 def test_ingest_writes_the_table_and_prints_a_summary(tmp_path, capsys, fixture_tables):
@@ -67,3 +71,51 @@ def test_nothing_ingested_is_an_error_naming_what_was_there(tmp_path, capsys, wh
     assert main([str(src), "--out", str(out), "--data-dir", str(tmp_path)]) == 1, what
     err = capsys.readouterr().err
     assert f"cricket-attn-ingest: no match ingested from {src}: {found}" in err and not out.exists()
+
+
+def test_broken_zips_beside_a_good_match_are_named_and_skipped(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    bad = broken_zips(src, monkeypatch)
+    out = tmp_path / "d.parquet"
+    assert main([str(src), "--out", str(out), "--data-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr()
+    assert set(pd.read_parquet(out)["match_id"]) == {GOOD, UPPER}
+    lines = printed.out.splitlines()
+    assert f"files skipped: {len(bad)}" in lines
+    assert all(sum(name in line for line in lines) == 1 for name in bad)  # each named, in one line
+    assert "Traceback" not in printed.err
+
+
+def test_a_corrupted_cache_is_rebuilt_from_the_sources(tmp_path, capsys, fixture_tables):
+    args = [str(FIXTURES), "--data-dir", str(tmp_path), "--out", str(tmp_path / "d.parquet")]
+    assert main(args) == 0
+    (cached,) = (tmp_path / "cache").glob("deliveries-*.parquet")
+    cached.write_bytes(cached.read_bytes()[:1000])  # cut short: not parquet any more
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unreadable" in err[0] and "rebuilt from the sources" in err[0]
+    pd.testing.assert_frame_equal(pd.read_parquet(cached), fixture_tables.deliveries)
+    assert main(args) == 0 and not capsys.readouterr().err  # the rebuilt cache is read as it is
+
+
+@pytest.mark.parametrize("full", ["cache", "out"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch, full):
+    """The disk fills while the cache is written, or the output (after the cache): one line, naming what
+    could not be written, and no half-written file left behind."""
+    write = pd.DataFrame.to_parquet
+
+    def filling(self, path, **kwargs):
+        if Path(path).parent.name != full:
+            return write(self, path, **kwargs)
+        Path(path).write_bytes(b"PAR1 half a table")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", filling)
+    out = tmp_path / "out" / "d.parquet"
+    assert main([str(FIXTURES / "1082591.json"), "--out", str(out), "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    what = f"{tmp_path / 'cache'}:" if full == "cache" else f"--out {out}: cannot write"
+    assert len(err) == 1 and err[0].startswith(f"cricket-attn-ingest: {what}") and "No space left on device" in err[0]
+    assert not list((tmp_path / full).iterdir())  # no table, no temporary file

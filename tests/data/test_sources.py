@@ -87,3 +87,70 @@ def test_gzipped_and_upper_case_match_files_are_found(tmp_path):
     summary = sources.what_is_in([tmp_path])
     assert summary.startswith("3 files (")
     assert set(summary.removeprefix("3 files (").removesuffix(")").split(", ")) == {"1 .json.gz", "1 .json", "1 .txt"}
+
+
+GOOD = "1082591"  # the real match beside each bad file
+UPPER = "1136566"  # a real match in a zip named in capitals
+
+
+def broken_zips(folder, monkeypatch):
+    """Beside a good match and a good zip named in capitals: a zip with one byte of a member flipped (a bad
+    CRC), a zip cut in half, a text file named like a zip, and a zip whose member of spaces unpacks to more
+    than a match file may have (the limit lowered to 1 MiB, to keep it small). Their problems, by the name
+    `iter_match_files` reports each under."""
+    monkeypatch.setattr(sources, "MAX_MATCH_BYTES", 1 << 20)
+    (folder / f"{GOOD}.json").write_bytes((FIXTURES / f"{GOOD}.json").read_bytes())
+    make_zip(folder / "GOOD.ZIP", [UPPER])
+    flipped = bytearray(make_zip(folder / "flipped.zip", ["1178424"]).read_bytes())
+    start = flipped.index(b'"meta"')  # stored, not deflated: the member's bytes lie in the zip as they are
+    flipped[start + 1] ^= 0x01
+    (folder / "flipped.zip").write_bytes(bytes(flipped))
+    whole = make_zip(folder / "cut.zip", ["1216493"]).read_bytes()
+    (folder / "cut.zip").write_bytes(whole[: len(whole) // 2])
+    (folder / "notes.zip").write_text("not a zip at all")
+    with zipfile.ZipFile(folder / "spaces.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("spaces.json", b" " * (3 << 20))
+    return {
+        f"{folder / 'flipped.zip'}:1178424.json": "a broken zip member (Bad CRC-32",
+        str(folder / "cut.zip"): "not a readable zip file (File is not a zip file)",
+        str(folder / "notes.zip"): "not a readable zip file (File is not a zip file)",
+        f"{folder / 'spaces.zip'}:spaces.json": "3,145,728 bytes unpacked, over the 1 MiB",
+    }
+
+
+def unreadable(files):
+    """The problem of each file that came without its bytes, by name."""
+    return {f.name: f.problem for f in files if f.content is None}
+
+
+def test_broken_zips_in_a_folder_are_named_and_the_rest_read(tmp_path, monkeypatch):
+    bad = broken_zips(tmp_path, monkeypatch)
+    files = list(iter_match_files([tmp_path]))
+    assert sorted(f.match_id for f in files if f.content is not None) == [GOOD, UPPER]
+    problems = unreadable(files)
+    assert set(problems) == set(bad) and all(problems[name].startswith(why) for name, why in bad.items())
+
+
+def test_a_member_whose_header_understates_its_size_is_never_read_whole(tmp_path, monkeypatch):
+    """A crafted header that says a member of spaces is small: the read is bounded all the same."""
+    monkeypatch.setattr(sources, "MAX_MATCH_BYTES", 1 << 20)
+    with zipfile.ZipFile(tmp_path / "big.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("spaces.json", b" " * (3 << 20))
+        z.write(FIXTURES / f"{GOOD}.json", f"{GOOD}.json")
+    raw = (tmp_path / "big.zip").read_bytes()
+    size = (3 << 20).to_bytes(4, "little")
+    assert raw.count(size) == 2  # the local and the central header: make both say 100 bytes
+    (tmp_path / "lying.zip").write_bytes(raw.replace(size, (100).to_bytes(4, "little")))
+    sizes, read = [], zipfile.ZipExtFile.read
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", lambda self, n=-1: sizes.append(n) or read(self, n))
+    files = list(iter_match_files([tmp_path / "lying.zip"]))
+    assert [f.match_id for f in files if f.content is not None] == [GOOD]
+    assert unreadable(files)[f"{tmp_path / 'lying.zip'}:spaces.json"].startswith("a broken zip member")
+    assert sizes and all(0 < n <= (1 << 20) + 1 for n in sizes)  # never an unbounded read
+
+
+def test_extensions_are_read_in_any_case_in_a_folder(tmp_path):
+    make_zip(tmp_path / "UPPER.ZIP", ["1136566"])
+    (tmp_path / "1178424.Json").write_bytes((FIXTURES / "1178424.json").read_bytes())
+    (tmp_path / "._UPPER.ZIP").write_bytes(b"a macOS resource fork, not a zip")
+    assert sorted(f.match_id for f in iter_match_files([tmp_path])) == ["1136566", "1178424"]
