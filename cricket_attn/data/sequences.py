@@ -18,7 +18,9 @@ from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates
 from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 
-UNK = "<unk>"
+# The unknown player (or venue): no name at all. Any text, "<unk>" too, can be a player's name in a match
+# file, and a player so named would share the unknown's embedding; a player with an empty name is unknown.
+UNK = ""
 QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0, 1/32, ..., 1
 # A history ball as the model reads it: outcome class (-1: an empty slot), the opponent's id in the other
 # role's vocabulary, phase, and how long before the match it was, as floor(log2(days)) up to 15.
@@ -29,17 +31,18 @@ IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
 
 @dataclass
 class Vocab:
-    """Names to indices; index 0 is <unk> for anything not seen often enough in training."""
+    """Names to indices; index 0 is the unknown, for anything not seen often enough in training, whatever
+    name it was saved under (checkpoints before the empty name have `<unk>`: a name like any other now)."""
 
     tokens: list[str]
 
     def __post_init__(self):
-        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.index = {t: i for i, t in enumerate(self.tokens) if i}
 
     @classmethod
     def fit(cls, values: pd.Series, min_count: int) -> Vocab:
         counts = Counter(values.astype(str))
-        return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count))
+        return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count and k != UNK))
 
     def encode(self, values: pd.Series) -> np.ndarray:
         return values.astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
@@ -183,7 +186,7 @@ class SequenceEncoder:
     def histories_of(self, role: str, names: list[str], date) -> np.ndarray:
         """(len(names), K, fields): the histories of players known by name only (a side as a simulated
         match lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history
-        holds (or `<unk>`) has none. A name two players share is taken as the one who played last."""
+        holds (or the unknown, UNK) has none. A name two players share is taken as the one who played last."""
         if self.histories is None:
             raise ValueError("the encoder reads players' histories but none are attached: call attach_histories")
         store = self.histories[role]

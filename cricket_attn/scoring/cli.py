@@ -52,8 +52,8 @@ def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[
     known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
     return (
-        sorted(set(regular["batter"].astype(str)) - set(encoder.batters.tokens)),
-        sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.tokens)),
+        sorted(set(regular["batter"].astype(str)) - set(encoder.batters.index)),
+        sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.index)),
     )
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder, Vocab
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.laws import START_OF_INNINGS
 from cricket_attn.model import CricketTransformer, ModelConfig
@@ -197,3 +198,20 @@ def test_the_chase_carries_its_first_innings(deliveries, parts):
         else:
             assert (first[:, 0] == -1).all()
     assert (batch["first_innings_slot"] == 0).all()
+
+
+def test_a_player_named_like_the_old_unknown_token_is_a_player_of_his_own(phases):
+    """A real batter renamed `<unk>` (the unknown's name before it had none) in a real training match keeps
+    an embedding of his own, apart from the unknown; a checkpoint saved with `<unk>` still reads him as unknown."""
+    from cricket_attn.data.deliveries import build_tables
+    from cricket_attn.data.sources import MatchFile
+    from tests.conftest import match_file
+
+    renamed = match_file("1082591").raw.replace(b'"MC Henriques"', b'"<unk>"')  # 37 balls faced there alone
+    train = build_tables([MatchFile("1082591.json", "1082591", renamed)], phases).deliveries
+    batters = SequenceEncoder.fit(train, min_count=5).batters
+    assert batters.tokens.count("<unk>") == 1 and batters.tokens[0] == UNK != "<unk>"
+    own, unknown, new = batters.encode(pd.Series(["<unk>", UNK, "A New Batter"]))
+    assert own > 0 and unknown == 0 and new == 0
+    old = Vocab(["<unk>", "S Dhawan"])  # as saved before: slot 0 is the unknown, whatever its name
+    assert old.encode(pd.Series(["<unk>", UNK, "S Dhawan"])).tolist() == [0, 0, 1]
