@@ -351,16 +351,9 @@ def parse_ball(text: str) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     """`cricket-attn-attention`: pictures of what each head attends to, and the head-by-head report."""
     import argparse
-    import sys
 
-    from omegaconf import OmegaConf
-
-    from cricket_attn.atomic import atomic_path
-    from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config
-    from cricket_attn.data.deliveries import PhaseRules, build_tables
-    from cricket_attn.data.sources import SourceError, iter_match_files
-    from cricket_attn.scoring.checkpoints import CheckpointError
-    from cricket_attn.scoring.serving import load_trained
+    from cricket_attn.config import DEFAULT_TRACKING_URI
+    from cricket_attn.scoring.cli import run_command
 
     p = argparse.ArgumentParser(prog="cricket-attn-attention", description=main.__doc__.split(": ", 1)[1])
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
@@ -377,26 +370,46 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
-    args = p.parse_args(argv)
-    try:
-        if (args.innings is not None or args.ball) and not args.match:
-            raise ValueError("--innings and --ball need --match")
-        ball = parse_ball(args.ball) if args.ball else None
-        if ball and args.innings is None:
-            raise ValueError("--ball needs --innings")
-        trained = load_trained(args.model, args.tracking_uri)
-        model = one_model(trained.model, args.member)
-        phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
-        tables = build_tables(iter_match_files(args.sources), phases)
-        d = tables.deliveries
-        if args.match:
-            d = d[d["match_id"].astype(str) == args.match]
-            if d.empty:
-                raise ValueError(f"--match {args.match}: no such match in {', '.join(args.sources)}")
+    return run_command("cricket-attn-attention", draw_command, p.parse_args(argv))
+
+
+def draw_command(args) -> str:
+    """What `cricket-attn-attention` does once its arguments are read: the arguments checked, then the
+    output folder, before the model is loaded; what it wrote, as a line."""
+    from omegaconf import OmegaConf
+
+    from cricket_attn.atomic import atomic_path
+    from cricket_attn.config import load_data_config
+    from cricket_attn.data.deliveries import PhaseRules, build_tables
+    from cricket_attn.data.sources import iter_match_files
+    from cricket_attn.scoring.cli import check_out_folder, nothing_found, writing
+    from cricket_attn.scoring.serving import load_trained
+
+    if (args.innings is not None or args.ball) and not args.match:
+        raise ValueError("--innings and --ball need --match")
+    ball = parse_ball(args.ball) if args.ball else None
+    if ball and args.innings is None:
+        raise ValueError("--ball needs --innings")
+    check_out_folder("--out", args.out)
+    trained = load_trained(args.model, args.tracking_uri)
+    model = one_model(trained.model, args.member)
+    phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
+    tables = build_tables(iter_match_files(args.sources), phases)
+    d = tables.deliveries
+    if d.empty:
+        raise ValueError(f"nothing to draw in {', '.join(args.sources)}: {nothing_found(args.sources, tables)}")
+    if args.match:
+        d = d[d["match_id"].astype(str) == args.match]
         if d.empty:
-            raise ValueError(f"nothing to draw in {', '.join(args.sources)}: no match file with deliveries")
+            raise ValueError(f"--match {args.match}: no such match in {', '.join(args.sources)}")
+    if args.innings is not None:
+        played = sorted(int(i) for i in d.loc[~d["is_super_over"].astype(bool), "innings"].unique())
+        if args.innings not in played:  # a super over is not drawn: its own tiny game
+            has = ", ".join(map(str, played))
+            raise ValueError(f"--innings {args.innings}: match {args.match} has no such innings (it has {has})")
+    written = []
+    with writing("--out", args.out):
         args.out.mkdir(parents=True, exist_ok=True)
-        written = []
         if args.report:
             report = head_report(model, encoder=trained.encoder, deliveries=d, desc="head report")
             with atomic_path(args.out / "heads.md") as tmp:
@@ -410,11 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                 d.groupby("match_id", observed=True, sort=False), "drawing", total=d["match_id"].nunique(), unit="match"
             ):
                 written += draw_match(model, trained.encoder, match, args.out, args.innings, ball)
-    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
-        print(f"cricket-attn-attention: {err}", file=sys.stderr)
-        return 2
-    print(f"written: {len(written)} file(s) in {args.out}")
-    return 0
+    return f"written: {len(written)} file(s) in {args.out}"
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ class CheckpointError(ValueError):
 def read(path: str | Path) -> dict:
     """The raw checkpoint, with one clear error if the file is missing, unreadable or not ours."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path}: is a folder, not a checkpoint file (a .ckpt; or an MLflow model URI)")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +15,8 @@ import pandas as pd
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI
-from cricket_attn.data.sources import SourceError
+from cricket_attn.data.deliveries import Ingested
+from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import STRENGTH, strength
 
@@ -62,26 +65,76 @@ def named_list(what: str, names: list[str], show: int = 10) -> str:
     return f"{what}: {len(names)}{listed}"
 
 
+def nothing_found(sources: list[str], tables: Ingested) -> str:
+    """Why the sources gave no delivery to work on, for a command's one-line refusal: the files skipped,
+    the matches without deliveries, or what was there instead of match files."""
+    if tables.skipped:
+        return f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
+    if len(tables.matches):
+        return f"{len(tables.matches)} match(es) without deliveries"
+    return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"
+
+
 def check_out_path(out: Path) -> None:
     """Refuse, before any work, an output the command could not write."""
     if out.suffix not in (".parquet", ".csv"):
         raise ValueError(f"--out {out}: the file name must end in .parquet or .csv")
     if out.is_dir():
         raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
-    folder = next(p for p in out.resolve().parents if p.exists())  # missing folders are made
+    check_can_write_in("--out", out, out.resolve().parents)
+
+
+def check_out_folder(flag: str, folder: Path) -> None:
+    """Refuse, before any work, a folder for pictures or reports that is a file or could not be written in."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{flag} {folder}: is a file; give a folder (made if missing)")
+    check_can_write_in(flag, folder, [folder.resolve(), *folder.resolve().parents])
+
+
+def check_can_write_in(flag: str, path: Path, folders: Iterable[Path]) -> None:
+    """The first of `folders` that exists (the others are made) must be a folder this user may write in."""
+    folder = next(p for p in folders if p.exists())
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise ValueError(
-            f"--out {out}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})"
+            f"{flag} {path}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})"
         )
 
 
+@contextmanager
+def writing(flag: str, path: Path) -> Iterator[None]:
+    """A command's output written: the file system's refusal (a full disk, no permission, a read-only
+    system) as one line naming the output; atomic writes leave no part of it behind."""
+    try:
+        yield
+    except OSError as err:
+        raise ValueError(f"{flag} {path}: cannot write ({os_reason(err)})") from None
+
+
+# What a spreadsheet runs as a formula when a cell starts with it (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defused(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with each text cell that a spreadsheet would run as a formula (a player named `=1+2`)
+    prefixed with a single quote, as OWASP advises for CSV; numbers are left as they are."""
+    out = frame.copy()
+    for col in frame.select_dtypes(include=["object", "category", "string"]).columns:
+        out[col] = (
+            frame[col]
+            .astype(object)
+            .map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
+        )
+    return out
+
+
 def write_table(frame: pd.DataFrame, out: Path) -> None:
-    """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds."""
-    with atomic_path(out) as tmp:
+    """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds. CSV,
+    read by spreadsheets, has its formula-like text defused; parquet keeps the names as they are."""
+    with writing("--out", out), atomic_path(out) as tmp:
         if out.suffix == ".parquet":
             frame.to_parquet(tmp, index=False)
         else:
-            frame.to_csv(tmp, index=False, float_format="%.9g")
+            defused(frame).to_csv(tmp, index=False, float_format="%.9g")
 
 
 def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
@@ -116,11 +169,16 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
 
 def run_command(prog: str, run, args: argparse.Namespace) -> int:
     """A scoring command's `run(args)`: its summary printed and exit status 0, or a user's error (a bad
-    model, source, argument or match) as one line on standard error and exit status 2."""
+    model, source, argument or match, or a file the system refused) as one line on standard error and exit
+    status 2."""
     try:
         summary = run(args)
-    except (CheckpointError, SourceError, ValueError, FileNotFoundError) as err:
+    except (CheckpointError, SourceError, ValueError) as err:
         print(f"{prog}: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a file the system refused (missing, no permission, a full disk): one line
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"{prog}: {where}{os_reason(err)}", file=sys.stderr)
         return 2
     print(summary)
     return 0

@@ -28,6 +28,7 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.cli import (
     CommandSummary,
     check_out_path,
+    nothing_found,
     run_command,
     scoring_parser,
     unknown_players,
@@ -176,14 +177,7 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
-        found = (
-            f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
-            if tables.skipped
-            else f"{len(tables.matches)} match(es) without deliveries"
-            if len(tables.matches)
-            else "no match files"
-        )
-        raise ValueError(f"nothing to score in {', '.join(map(str, args.sources))}: {found}")
+        raise ValueError(f"nothing to score in {', '.join(args.sources)}: {nothing_found(args.sources, tables)}")
     tables, refused = trained.playable(tables)  # before any tensor is built
     summary.skipped += [f"{reason}; not scored" for reason in refused]
     if args.strict and refused:

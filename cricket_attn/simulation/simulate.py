@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
     cli.check_out_path(args.out)
+    if args.plots:
+        cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
@@ -139,10 +141,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
-        raise ValueError(
-            f"nothing to simulate in {', '.join(map(str, args.sources))}: "
-            f"{len(tables.skipped)} file(s) skipped, {len(tables.matches)} match(es) without deliveries"
-        )
+        raise ValueError(f"nothing to simulate in {', '.join(args.sources)}: {cli.nothing_found(args.sources, tables)}")
     tables, refused = trained.playable(tables, scheduled=True)  # before any tensor is built
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
     if args.strict and refused:
@@ -177,8 +176,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     cli.write_table(out, args.out)
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     if args.plots:
-        for match_id, match in simulated:
-            plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
+        with cli.writing("--plots", args.plots):
+            for match_id, match in simulated:
+                plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
     for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
         for match_id, match in simulated:
             try:

@@ -181,3 +181,17 @@ def test_training_run_logs_the_head_report_and_pictures(tracked_run):
     logged = {a.path for a in client.list_artifacts(tracked_run["run_id"], "attention")}
     assert "attention/heads.md" in logged
     assert any(p.endswith("_innings1.png") for p in logged) and any(p.endswith("_innings2.png") for p in logged)
+
+
+def test_cli_refuses_an_out_that_is_a_file_and_an_innings_not_played(tracked_run, tmp_path, capsys):
+    """Both before anything is drawn: one line, exit status 2, nothing written."""
+    checkpoint = tracked_run["results"]["checkpoint"]
+    (tmp_path / "out").write_text("a file, not a folder")
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "out"), str(FIXTURES / "1473438.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cricket-attn-attention: --out {tmp_path / 'out'}: is a file; give a folder (made if missing)"]
+    argv = ["--model", checkpoint, "--out", str(tmp_path / "pics"), "--match", "1473438", "--innings", "5"]
+    assert main([*argv, str(FIXTURES)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cricket-attn-attention: --innings 5: match 1473438 has no such innings (it has 1, 2)"]
+    assert not (tmp_path / "pics").exists()

@@ -3,7 +3,9 @@ progress, strike rotation, unknown players, bad files and models, and agreement 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import mlflow
@@ -17,6 +19,7 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, parse_args, run
 from cricket_attn.scoring.serving import load_trained
 from tests.conftest import FIXTURES
+from tests.data.test_sources import GOOD, UPPER, broken_zips
 
 LIVE_MATCH = "1473440"  # a real 2025 match, cut off mid-over in the chase to make a live one
 
@@ -291,11 +294,28 @@ def test_a_match_longer_than_the_model_is_left_out_by_name_and_the_rest_scored(c
     assert "--strict: match 1082591: innings 1 reaches" in capsys.readouterr().err and not (tmp_path / "s.csv").exists()
 
 
-@pytest.mark.parametrize("what", ["an empty folder", "only bad files", "a match without deliveries"])
-def test_nothing_to_score_is_one_line(checkpoint, tmp_path, capsys, what):
+@pytest.mark.parametrize(
+    "what, found",
+    [
+        (
+            "an empty folder",
+            "no Cricsheet match files (.json or .json.gz, alone, in a folder or in a zip): found no files",
+        ),
+        (
+            "other files",
+            "no Cricsheet match files (.json or .json.gz, alone, in a folder or in a zip): found 3 files (",
+        ),
+        ("only bad files", "1 file(s) skipped, first: "),
+        ("a match without deliveries", "1 match(es) without deliveries"),
+    ],
+)
+def test_nothing_to_score_is_one_line_saying_what_was_there(checkpoint, tmp_path, capsys, what, found):
     src = tmp_path / "src"
     src.mkdir()
-    if what == "only bad files":
+    if what == "other files":
+        for name in ("a.txt", "b.txt", "scores.csv"):
+            (src / name).write_text("not a match")
+    elif what == "only bad files":
         (src / "1.json").write_text('{"meta": {"data_version": "1.1.0"}}')
     elif what == "a match without deliveries":
         doc = json.loads((FIXTURES / "1178424.json").read_text())
@@ -303,7 +323,9 @@ def test_nothing_to_score_is_one_line(checkpoint, tmp_path, capsys, what):
         (src / "1178424.json").write_text(json.dumps(doc))
     assert main(["--model", checkpoint, "--out", str(tmp_path / "s.csv"), str(src)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"cricket-attn-predict: nothing to score in {src}: ")
+    assert len(err) == 1 and err[0].startswith(f"cricket-attn-predict: nothing to score in {src}: {found}")
+    if what == "other files":
+        assert err[0].endswith("(2 .txt, 1 .csv)")
 
 
 def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, capsys):
@@ -316,6 +338,41 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
         == 2
     )
     assert f"cannot write in {tmp_path / 'notes.txt'} (not a folder)" in capsys.readouterr().err
+
+
+def test_broken_zips_beside_good_matches_are_named_and_the_rest_scored(checkpoint, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    bad = broken_zips(src, monkeypatch)
+    out = tmp_path / "scores.parquet"
+    assert main(["--model", checkpoint, "--out", str(out), str(src)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert set(pd.read_parquet(out)["match_id"]) == {GOOD, UPPER}
+    assert f"skipped:            {len(bad)}" in lines
+    assert all(sum(name in line for line in lines) == 1 for name in bad)  # each named, in one line
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(checkpoint, tmp_path, capsys, monkeypatch, suffix):
+    def filling(self, path, *args, **kwargs):  # half the table written, then no more room
+        Path(path).write_text("match_id,innings\n1082591,")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet" if suffix == ".parquet" else "to_csv", filling)
+    out = tmp_path / "out" / f"scores{suffix}"
+    assert main(["--model", checkpoint, "--out", str(out), str(FIXTURES / "1359475.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cricket-attn-predict: --out {out}: cannot write (No space left on device)"]
+    assert not list(out.parent.iterdir())  # atomic: no half a table, no temporary file
+
+
+def test_a_model_that_is_a_folder_is_called_one(tmp_path, capsys):
+    out = tmp_path / "scores.csv"
+    assert main(["--model", str(tmp_path), "--out", str(out), str(FIXTURES / "1359475.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"cricket-attn-predict: {tmp_path}: is a folder, not a checkpoint file (a .ckpt; or an MLflow model URI)"
+    ]
 
 
 def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
@@ -367,3 +424,28 @@ def test_a_player_named_like_the_old_unknown_token_is_an_unknown_player_to_a_mod
     encoder = SimpleNamespace(**{role: Vocab.fit(deliveries[role[:-1]], 5) for role in ("batters", "bowlers")})
     batters, bowlers = unknown_players(encoder, renamed_match(phases, {"MC Henriques": "<unk>"}))
     assert "<unk>" in batters and "<unk>" in bowlers
+
+
+def test_formula_like_names_are_defused_in_csv_and_kept_in_parquet(tmp_path, phases):
+    """Players named like spreadsheet formulas: a single quote before each in CSV (OWASP's advice against
+    CSV injection), the names as they are in parquet; numbers, negative ones too, untouched."""
+    from cricket_attn.scoring.cli import write_table
+
+    names = {
+        "MC Henriques": '=HYPERLINK("http://x","y")',
+        "S Dhawan": "+1",
+        "Yuvraj Singh": "-2",
+        "CH Gayle": "@SUM(A1)",
+    }
+    d = renamed_match(phases, names)
+    table = d[["match_id", "batter", "bowler", "runs_total"]].astype({"batter": str, "bowler": str})
+    table["runs_total"] -= 1  # -1 for a dot ball: a negative number stays a number
+    write_table(table, tmp_path / "t.parquet")
+    write_table(table, tmp_path / "t.csv")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t.parquet"), table)
+    csv = pd.read_csv(tmp_path / "t.csv", dtype={"match_id": str})
+    for col in ("batter", "bowler"):
+        formula = table[col].isin(names.values())
+        assert formula.any() and (~formula).any()
+        assert (csv[col] == table[col].where(~formula, "'" + table[col])).all()  # other names as they are
+    assert (csv["runs_total"] == table["runs_total"]).all() and (table["runs_total"] < 0).any()

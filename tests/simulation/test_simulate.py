@@ -3,7 +3,9 @@ numbers for the same seed, and bad input refused in one line or skipped and list
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 
 import pandas as pd
@@ -12,6 +14,7 @@ import pytest
 from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
 from cricket_attn.simulation.simulate import main, parse_args, run
 from tests.conftest import FIXTURES
+from tests.data.test_sources import GOOD, UPPER, broken_zips
 from tests.scoring.test_predict import LIVE_MATCH, live_copy
 
 
@@ -20,21 +23,13 @@ def checkpoint(tracked_run):
     return tracked_run["results"]["checkpoint"]
 
 
+def args_list(checkpoint, out, sims=4) -> list[str]:
+    """The command's arguments before its options and sources: few simulations, the fixtures as history."""
+    return ["--model", checkpoint, "--out", str(out), "--sims", str(sims), "--history", str(FIXTURES)]
+
+
 def args(checkpoint, out, *sources, sims=4, extra=()):
-    return parse_args(
-        [
-            "--model",
-            checkpoint,
-            "--out",
-            str(out),
-            "--sims",
-            str(sims),
-            "--history",
-            str(FIXTURES),
-            *extra,
-            *map(str, sources),
-        ]
-    )
+    return parse_args([*args_list(checkpoint, out, sims), *extra, *map(str, sources)])
 
 
 def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
@@ -194,3 +189,53 @@ def test_the_spread_is_zero_or_more(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--model", "m.ckpt", "--out", "o.csv", "--spread", "-0.1", "x.json"])
     assert "--spread: -0.1: 0 (off) or a positive number" in capsys.readouterr().err
+
+
+def test_plots_at_an_existing_file_are_refused_before_any_work(checkpoint, tmp_path, capsys):
+    (tmp_path / "plots").write_text("a file, not a folder")
+    out = tmp_path / "out.csv"
+    argv = [
+        "--model",
+        checkpoint,
+        "--out",
+        str(out),
+        "--plots",
+        str(tmp_path / "plots"),
+        str(FIXTURES / "1527675.json"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cricket-attn-simulate: --plots {tmp_path / 'plots'}: is a file; give a folder (made if missing)"]
+    assert not out.exists()
+
+
+def test_a_full_disk_while_plotting_is_one_line(checkpoint, tmp_path, capsys, monkeypatch):
+    def full_disk(projections, deliveries, folder):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder / "x-worm.png"))
+
+    monkeypatch.setattr("cricket_attn.simulation.simulate.plot_match", full_disk)
+    plots = tmp_path / "plots"
+    assert (
+        main([*args_list(checkpoint, tmp_path / "out.csv"), "--plots", str(plots), str(FIXTURES / "1527675.json")]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cricket-attn-simulate: --plots {plots}: cannot write (No space left on device)"]
+
+
+def test_broken_zips_beside_a_good_match_are_named_and_the_rest_simulated(checkpoint, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    bad = broken_zips(src, monkeypatch)
+    out = tmp_path / "out.parquet"
+    assert main([*args_list(checkpoint, out, sims=2), str(src)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert set(pd.read_parquet(out)["match_id"]) == {GOOD, UPPER}
+    assert f"skipped:            {len(bad)}" in lines
+    assert all(sum(name in line for line in lines) == 1 for name in bad)  # each named, in one line
+
+
+def test_nothing_to_simulate_says_what_was_there(checkpoint, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not a match")
+    assert main([*args_list(checkpoint, tmp_path / "out.csv"), str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(": found 1 file (1 .txt)") and "nothing to simulate in" in err[0]
