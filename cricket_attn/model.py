@@ -47,7 +47,7 @@ class ConfigError(ValueError):
 @dataclass
 class ModelConfig:
     n_numeric: int  # numeric features per ball (match state, player rates)
-    n_batters: int  # vocabulary sizes, <unk> included
+    n_batters: int  # vocabulary sizes, the unknown player (slot 0) included
     n_bowlers: int
     n_venues: int
     d_model: int = 64
@@ -55,7 +55,7 @@ class ModelConfig:
     n_layers: int = 2
     mlp_ratio: int = 4
     dropout: float = 0.1
-    entity_dropout: float = 0.0  # in training, replace this share of player/venue ids with <unk>
+    entity_dropout: float = 0.0  # in training, replace this share of player/venue ids with the unknown (0)
     max_len: int = 160  # longest sequence the model accepts
     max_balls: int = 160  # size of the absolute legal-ball table
     max_overs: int = 24

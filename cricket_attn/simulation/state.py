@@ -395,13 +395,14 @@ _PER_SIMULATION = (
 
 
 def side_slots(players: list[str], size: int = 11) -> list[str]:
-    """A side of at least `size` slots: unlisted players are `<unk>` (the model's unknown player)."""
+    """A side of at least `size` slots: unlisted players are the unknown player (UNK, an empty name)."""
     return [*players, *[UNK] * max(size - len(players), 0)]
 
 
 def slot_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, torch.Tensor]:
     """`batter_history` and `bowler_history`, (1, slots, K, fields): the players' histories of each slot of
-    the batting and the bowling side (`<unk>` fills: none) as of the match's date (`SequenceEncoder.histories_of`)."""
+    the batting and the bowling side (the unknown fills: none) as of the match's date
+    (`SequenceEncoder.histories_of`)."""
     if setup.date is None:
         raise ValueError(
             "the model reads players' histories, which are as of the match's date: the innings setup has no date"
