@@ -7,13 +7,14 @@ here, so a malformed file fails with a message naming the file, the match and th
 from __future__ import annotations
 
 import gzip
+import io
 import re
 from dataclasses import dataclass
 from datetime import date
 
 import orjson
 
-from cricket_attn.data.sources import MatchFile
+from cricket_attn.data.sources import MAX_MATCH_BYTES, MatchFile, MatchFileError, too_large
 from cricket_attn.laws import BALLS_PER_OVER, NOT_TEAM_WICKETS, OUTCOME_INDEX
 
 SUPPORTED_MAJOR_VERSION = "1"
@@ -35,14 +36,6 @@ DELIVERY_FIELDS = (
     "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes", "runs_penalty", "runs_non_boundary",
     "extras_type", "wicket_count", "wicket_kind", "player_out", "outcome",
 )  # fmt: skip
-
-
-class MatchFileError(ValueError):
-    """A match file that cannot be read; the message names the file, the match and the field."""
-
-    def __init__(self, file: str, match_id: str, field: str, problem: str):
-        self.file, self.match_id, self.field, self.problem = file, match_id, field, problem
-        super().__init__(f"{file}: match {match_id}: field {field}: {problem}")
 
 
 @dataclass
@@ -69,10 +62,15 @@ def parse_match(file: MatchFile) -> ParsedMatch:
     """Parse one match file; a file that is not a readable Cricsheet match is a MatchFileError."""
     raw = file.raw
     if file.compressed:
-        try:
-            raw = gzip.decompress(raw)
+        try:  # unpacked a bounded read at a time: a small file that unpacks to gigabytes is refused, not held
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unpacked:
+                raw = unpacked.read(MAX_MATCH_BYTES + 1)
         except (OSError, EOFError) as err:
             raise MatchFileError(file.name, file.match_id, "(file)", f"not a readable gzip file: {err}") from None
+        if len(raw) > MAX_MATCH_BYTES:
+            raise MatchFileError(
+                file.name, file.match_id, "(file)", "unpacks to " + too_large(f"more than {MAX_MATCH_BYTES:,} bytes")
+            )
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as err:

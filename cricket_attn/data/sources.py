@@ -31,6 +31,14 @@ def os_reason(err: OSError) -> str:
     return err.strerror or next(iter(str(err).splitlines()), "") or type(err).__name__
 
 
+class MatchFileError(ValueError):
+    """A match file that cannot be read; the message names the file, the match and the field."""
+
+    def __init__(self, file: str, match_id: str, field: str, problem: str):
+        self.file, self.match_id, self.field, self.problem = file, match_id, field, problem
+        super().__init__(f"{file}: match {match_id}: field {field}: {problem}")
+
+
 @dataclass(frozen=True)
 class MatchFile:
     """One match file's raw bytes and where it came from (`name` is what error messages show). A
@@ -46,8 +54,6 @@ class MatchFile:
     @property
     def raw(self) -> bytes:
         if self.content is None:
-            from cricket_attn.data.cricsheet import MatchFileError  # cricsheet imports this module
-
             raise MatchFileError(self.name, self.match_id, "(file)", self.problem)
         return self.content
 
@@ -121,7 +127,8 @@ def _is_match_name(name: str) -> bool:
     return _is_listed(name, MATCH_SUFFIXES)
 
 
-def _too_large(size: str) -> str:
+def too_large(size: str) -> str:
+    """Why a file or member was not read: `size`, over the limit."""
     return f"{size}, over the {MAX_MATCH_BYTES >> 20} MiB a match file may have; not read"
 
 
@@ -187,7 +194,7 @@ def _read_file(path: Path) -> MatchFile:
     try:
         size = path.stat().st_size
         if size > MAX_MATCH_BYTES:
-            return MatchFile(name, match_id, None, _too_large(f"{size:,} bytes"))
+            return MatchFile(name, match_id, None, too_large(f"{size:,} bytes"))
         return MatchFile(name, match_id, path.read_bytes())
     except OSError as err:
         return MatchFile(name, match_id, None, f"cannot be read: {os_reason(err)}")
@@ -212,7 +219,7 @@ def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -
     first, and the read is bounded too, since a crafted header can understate it."""
     match_id = match_id_of(member.filename)
     if member.file_size > MAX_MATCH_BYTES:
-        return MatchFile(name, match_id, None, _too_large(f"{member.file_size:,} bytes unpacked"))
+        return MatchFile(name, match_id, None, too_large(f"{member.file_size:,} bytes unpacked"))
     try:
         with archive.open(member) as f:
             raw = f.read(MAX_MATCH_BYTES + 1)
@@ -220,5 +227,5 @@ def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, name: str) -
         return MatchFile(name, match_id, None, f"a broken zip member ({err or type(err).__name__})")
     if len(raw) > MAX_MATCH_BYTES:
         told = f"more than {MAX_MATCH_BYTES:,} bytes unpacked (its header says {member.file_size:,})"
-        return MatchFile(name, match_id, None, _too_large(told))
+        return MatchFile(name, match_id, None, too_large(told))
     return MatchFile(name, match_id, raw)

@@ -10,7 +10,7 @@ import pytest
 from cricket_attn.data.cricsheet import DELIVERY_FIELDS, MatchFileError, parse_match, season_year
 from cricket_attn.data.sources import MatchFile
 from cricket_attn.laws import OUTCOMES
-from tests.conftest import match_file
+from tests.conftest import FIXTURES, match_file
 
 
 def rows(deliveries, match_id, **where):
@@ -268,3 +268,18 @@ def test_gzipped_match_files_are_read_and_a_broken_one_is_named():
     assert packed.deliveries == plain.deliveries and packed.info == plain.info
     with pytest.raises(MatchFileError, match=r"^bad\.json\.gz: match bad: field \(file\): not a readable gzip file"):
         parse_match(MatchFile("bad.json.gz", "bad", gzip.compress(raw)[:100]))
+
+
+def test_a_gzip_that_unpacks_past_the_limit_is_refused_without_holding_it(monkeypatch):
+    """A few kilobytes that unpack to more than a match file may be: named and refused, the read bounded."""
+    import gzip
+
+    from cricket_attn.data import cricsheet
+
+    monkeypatch.setattr(cricsheet, "MAX_MATCH_BYTES", 1 << 20)
+    bomb = gzip.compress(b" " * (3 << 20))
+    assert len(bomb) < 10_000
+    with pytest.raises(MatchFileError, match=r"bomb.json.gz: match bomb: field \(file\): unpacks to more than"):
+        parse_match(MatchFile("bomb.json.gz", "bomb", bomb))
+    real = gzip.compress((FIXTURES / "1082591.json").read_bytes())
+    assert parse_match(MatchFile("1082591.json.gz", "1082591", real)).info["season"] == 2017
