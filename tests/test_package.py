@@ -15,7 +15,7 @@ PACKAGE = Path(cricket_attn.__file__).parent
 
 # The floors, bottom first: a module may import its own floor and the ones below it.
 FLOORS = (
-    ("laws", "atomic", "config", "progress"),  # the laws of the game and small helpers
+    ("laws", "atomic", "config", "progress", "settings"),  # the laws of the game and small helpers
     ("metrics", "tracking"),
     ("data",),
     ("model", "kv_cache"),

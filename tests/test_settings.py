@@ -1,0 +1,104 @@
+"""The commands' settings tables: every shipped config passes its table, and a mistaken setting is one
+line naming the key, the value and what is allowed."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from cricket_attn import settings
+from cricket_attn.config import CONF_DIR
+from cricket_attn.settings import SettingError, check
+
+TABLES = {"config": settings.TRAIN, "baselines": settings.BASELINES, "ablation": settings.ABLATION}
+
+
+def composed(name: str, *overrides: str):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name=name, overrides=["paths.output_dir=/tmp/unused", *overrides])
+
+
+@pytest.mark.parametrize(
+    "name, overrides",
+    [
+        ("config", []),
+        *(("config", [f"debug={d}"]) for d in ("fast", "fast_dev_run", "overfit")),
+        *(("config", [f"trainer={t}"]) for t in ("gpu", "ddp")),
+        ("config", ["experiment=equal_seasons"]),
+        ("config", ["+logger.tags.ablation=attention", "+trainer.limit_train_batches=0.5", "data.teacher=null"]),
+        ("config", ["~logger", "callbacks.early_stopping=null", "model.context=0"]),
+        ("baselines", []),
+        ("ablation", []),
+        ("ablation", ["ablation_set=context"]),
+    ],
+)
+def test_every_shipped_config_passes_its_table(name, overrides):
+    check(composed(name, *overrides), TABLES[name])
+
+
+@pytest.mark.parametrize(
+    "name, override, message",
+    [
+        ("config", "trainer.max_epochs=abc", "trainer.max_epochs='abc': must be an integer"),
+        ("config", "trainer.max_epochs=2.5", "trainer.max_epochs=2.5: must be an integer"),
+        ("config", "trainer.max_epochs=-3", "trainer.max_epochs=-3: must be at least 1"),
+        ("config", "data.batch_size=0", "data.batch_size=0: must be at least 1"),
+        ("config", "optim.lr=fast", "optim.lr='fast': must be a number"),
+        ("config", "optim.lr=true", "optim.lr=True: must be a number"),
+        ("config", "optim.lr=nan", "optim.lr=nan: must be positive"),
+        ("config", "refit=yes", "refit='yes': must be true or false"),
+        ("config", "seed=-1", "seed=-1: must be in [0, 4294967295]"),
+        ("config", "data.season_half_life=0", "data.season_half_life=0: must be positive"),
+        ("config", "data.split.validation=2024", "data.split.validation=2024: must be a list"),
+        ("config", "data.sources=matches.zip", "data.sources='matches.zip': must be a list, or null"),
+        ("config", "data.teacher.folds=1", "data.teacher.folds=1: must be at least 2"),
+        ("config", "data.teacher.model.learning_rate=0", "data.teacher.model.learning_rate=0: must be positive"),
+        ("config", "callbacks.model_checkpoint=null", "callbacks.model_checkpoint=null: must be a mapping"),
+        ("config", "callbacks.early_stopping.mode=low", "callbacks.early_stopping.mode='low': must be one of min, max"),
+        ("config", "+trainer.limit_val_batches=1.5", "trainer.limit_val_batches=1.5: must be a share in [0.0, 1.0]"),
+        ("config", "optim.lr=${nowhere}", "optim.lr: cannot be read: Interpolation key 'nowhere' not found"),
+        ("baselines", "baselines.n_boot=0", "baselines.n_boot=0: must be at least 1"),
+        ("baselines", "baselines.models.logistic.C=-1", "baselines.models.logistic.C=-1: must be positive"),
+        (
+            "baselines",
+            "+baselines.models.xgboost={}",
+            "baselines.models={marginal, frequency_table, logistic, hist_gradient_boosting, xgboost}: must be among",
+        ),
+        ("ablation", "jobs=0", "jobs=0: must be at least 1"),
+        ("ablation", "seeds=[0,-1]", "seeds=[0, -1]: must be a list of seeds"),
+        ("ablation", "~variants.default", "variants={self_only, last_6,"),
+    ],
+)
+def test_a_mistaken_setting_is_one_line_naming_key_value_and_what_is_allowed(name, override, message):
+    with pytest.raises(SettingError) as refused:
+        check(composed(name, override), TABLES[name])
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_key_the_config_does_not_have_is_skipped_and_a_null_parent_skips_its_keys():
+    check(composed("config", "data.teacher=null", "~trainer.gradient_clip_val"), settings.TRAIN)
+    with pytest.raises(SettingError, match=r"^data.teacher.weight=2: must be in \[0, 1\]$"):
+        check(composed("config", "data.teacher.weight=2"), settings.TRAIN)
+
+
+@pytest.mark.parametrize(
+    "minimum, allowed, text, result",
+    [
+        (1, None, "3", 3),
+        (0, None, "0", 0),
+        (1, None, "0", "0: must be at least 1"),
+        (1, None, "-1", "-1: must be at least 1"),
+        (0, "0 (skip the check) or more", "-2", "-2: must be 0 (skip the check) or more"),
+        (1, None, "many", "many: must be an integer"),
+    ],
+)
+def test_count_is_an_argparse_type_refusing_by_value(minimum, allowed, text, result):
+    parse = settings.count(minimum, allowed)
+    if isinstance(result, int):
+        assert parse(text) == result
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^{re.escape(result)}$"):
+            parse(text)
