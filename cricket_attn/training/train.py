@@ -21,12 +21,13 @@ from datetime import datetime
 from pathlib import Path
 
 import hydra
+import pandas as pd
 import pytorch_lightning as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from cricket_attn import progress, tracking
+from cricket_attn import progress, settings, tracking
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
@@ -46,13 +47,15 @@ log = logging.getLogger(__name__)
 logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(lambda r: "litlogger" not in r.getMessage())
 
 
-def check_data_fits_model(dm: CricketDataModule, model: dict) -> None:
-    """Fail at start-up, naming the setting, if the data reaches further than the model's tables (`REACH`)."""
-    extent = innings_extent(dm.tables.deliveries).max()
+def check_data_fits_model(d: pd.DataFrame, model: dict) -> None:
+    """Fail at start-up, naming the setting, if the deliveries `d` reach further than the model's tables
+    (`REACH`: deliveries, legal balls and overs in an innings, balls in an over; super overs left out)."""
+    extent = innings_extent(d).max()
     for setting, column, what in REACH:
         if extent[column] > model[setting]:
+            needed = int(extent[column])
             raise ConfigError(
-                f"model.{setting}={model[setting]} is too small: the data has {int(extent[column])} {what}"
+                f"model.{setting}={model[setting]}: must be at least {needed} (the data has {needed} {what})"
             )
 
 
@@ -135,7 +138,7 @@ def fit_stage(
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
-    check_data_fits_model(dm, model)
+    check_data_fits_model(dm.tables.deliveries, model)
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     shown, bar = progress_callbacks(stage, cfg.progress)
     kwargs = {
@@ -339,15 +342,15 @@ def report(
 
 def preflight(cfg: DictConfig) -> None:
     """Every setting that can be checked before any work: a mistake costs seconds, names the setting
-    and leaves no MLflow run behind. The data is read (from its cache) to check each split has deliveries."""
-    if cfg.get("logger"):
-        tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
+    and leaves no MLflow run behind. First what the config alone decides (the settings' types and ranges
+    in cricket_attn.settings, the model's rules, the split's order), reading nothing; then the tracking
+    store; then the data, read (from its cache) to check each split has deliveries and fits the model's
+    tables. A resumed run gets the first part only (its command line may change some settings); its store
+    and data were checked when it started."""
     try:
-        progress.resolve(cfg.progress)
-    except ValueError as err:
+        settings.check(cfg, settings.TRAIN)
+    except settings.SettingError as err:
         raise ConfigError(str(err)) from None
-    if cfg.ensemble < 1:
-        raise ConfigError(f"ensemble={cfg.ensemble}: the number of refitted models must be at least 1")
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     # The model's own checks, with stand-ins for the sizes the data gives it.
@@ -358,15 +361,17 @@ def preflight(cfg: DictConfig) -> None:
         "n_venues": 1,
         "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)],
     }
-    ModelConfig.from_dict({**stand_in, **OmegaConf.to_container(cfg.model, resolve=True)})
-    teacher = cfg.data.get("teacher")
-    if teacher and not 0 <= float(teacher.weight) <= 1:
-        raise ConfigError(f"data.teacher.weight={teacher.weight} must lie between 0 and 1")
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    ModelConfig.from_dict({**stand_in, **model})
     try:  # their messages start with the setting's name within data: `split: ...`, `phases: ...`
         split = SeasonSplit.from_config(OmegaConf.to_container(cfg.data.split, resolve=True))
         phases = PhaseRules.from_config(OmegaConf.to_container(cfg.data.phases, resolve=True))
     except ValueError as err:
         raise ConfigError(f"data.{err}") from None
+    if cfg.resume:
+        return
+    if cfg.get("logger"):
+        tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
     try:
         tables = load_tables(
             list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir)
@@ -388,12 +393,12 @@ def preflight(cfg: DictConfig) -> None:
                 f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
                 f"{name} seasons (the data has seasons {have})"
             )
+    check_data_fits_model(tables.deliveries, model)
 
 
 def train(cfg: DictConfig) -> dict:
     """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
-    if not cfg.resume:
-        preflight(cfg)
+    preflight(cfg)
     run = open_run(cfg)
     if not run.tracked:
         return run_protocol(cfg, run)

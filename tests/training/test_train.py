@@ -52,13 +52,6 @@ def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
     assert logged["calibration/temperature"] == pytest.approx(results["calibration/temperature"])
 
 
-def test_data_larger_than_the_model_fails_at_start_up_naming_the_setting(tmp_path):
-    with pytest.raises(ConfigError, match=r"model.max_len=50 is too small: the data has \d+ deliveries"):
-        train(tiny_train_config(tmp_path, "model.max_len=50"))
-    with pytest.raises(ConfigError, match="model.d_model=8: must be divisible by model.n_heads=3"):
-        train(tiny_train_config(tmp_path, "model.n_heads=3"))
-
-
 def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     import hydra
     import numpy as np
@@ -92,11 +85,6 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     scored = trained.score(deliveries)
     assert np.abs(scored[list(PROB_COLUMNS)].to_numpy() - np.mean(each, axis=0)).max() < 1e-6
     assert score(scored)["log_loss"] == pytest.approx(results["test/log_loss"], abs=1e-9)
-
-
-def test_an_empty_ensemble_fails_at_start_up_naming_the_setting(tmp_path):
-    with pytest.raises(ConfigError, match="ensemble=0: the number of refitted models must be at least 1"):
-        train(tiny_train_config(tmp_path, "ensemble=0"))
 
 
 def test_console_script_finds_conf_from_any_folder(tmp_path):
@@ -202,16 +190,48 @@ def test_on_a_terminal_each_epoch_gets_a_bar_named_after_its_stage(tmp_path, cap
     assert "selection epoch 1/2" in shown.out + shown.err and "selection epoch 2/2" in shown.out + shown.err
 
 
-def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
-    with pytest.raises(ConfigError, match="progress='loud': choose one of auto, bar, lines, none"):
-        train(tiny_train_config(tmp_path, "progress=loud"))
-    assert not (tmp_path / "run").exists()
+# Settings refused on the config alone (cricket_attn.settings, ModelConfig): before the data is read or the
+# tracking store opened, so a mistake costs the second it takes to compose the config.
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trainer.max_epochs=abc", "trainer.max_epochs='abc': must be an integer"),
+        ("trainer.max_epochs=-3", "trainer.max_epochs=-3: must be at least 1"),
+        ("model.d_model=-16", "model.d_model=-16: must be at least 1"),
+        ("data.batch_size=0", "data.batch_size=0: must be at least 1"),
+        ("data.batch_size=-4", "data.batch_size=-4: must be at least 1"),
+        ("optim.lr=-1", "optim.lr=-1: must be positive"),
+        ("optim.lr=fast", "optim.lr='fast': must be a number"),
+        ("model.n_heads=0", "model.n_heads=0: must be at least 1"),
+        ("model.n_heads=3", "model.d_model=8: must be divisible by model.n_heads=3"),
+        ("ensemble=0", "ensemble=0: must be at least 1"),
+        ("progress=loud", "progress='loud': must be one of auto, bar, lines, none"),
+        ("data.teacher.weight=1.5", "data.teacher.weight=1.5: must be in [0, 1]"),
+        ("data.split.validation=[2025]", "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
+    ],
+)
+def test_a_mistaken_setting_fails_before_anything_is_read_or_opened(tmp_path, override, message):
+    with pytest.raises(ConfigError) as refused:
+        train(tiny_train_config(tmp_path, override))
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+    assert not (tmp_path / "data").exists()  # the data (cached there on first read) was not read
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "run").exists()
 
 
+def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys):
+    from cricket_attn.training.train import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(tiny_train_config(tmp_path, "data.batch_size=0"))
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines() == ["cricket-attn-train: data.batch_size=0: must be at least 1"]
+
+
+# Settings refused against the data: read from its cache, before the MLflow run is opened.
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["model.n_heads=3"], "model.d_model=8: must be divisible by model.n_heads=3"),
+        (["model.max_len=10"], "model.max_len=10: must be at least 133 (the data has 133 deliveries in one sequence)"),
         (
             ["data.split.test=[2030]"],
             "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons 2008-2026)",
@@ -220,8 +240,6 @@ def test_an_unknown_progress_mode_fails_before_any_work(tmp_path):
             ["data.split.train_until=2019", "data.split.validation=[2021]"],
             "data.split.validation=[2021]: no deliveries in the validation seasons",
         ),
-        (["data.split.validation=[2025]"], "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
-        (["data.teacher.weight=1.5"], "data.teacher.weight=1.5 must lie between 0 and 1"),
         (["data.sources=[/no/such/matches.json]"], "data.sources: /no/such/matches.json: no such file or folder"),
     ],
 )
