@@ -10,6 +10,7 @@ interval resampled by match.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ import hydra
 import numpy as np
 import pandas as pd
 from hydra.core.hydra_config import HydraConfig
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
@@ -40,6 +42,7 @@ from cricket_attn.metrics import (
     plot_comparison,
 )
 from cricket_attn.scoring.probabilities import DELIVERY_COLUMNS
+from cricket_attn.settings import BASELINES, SettingError, check
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +117,13 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     """Fit, score and log every configured baseline; returns the comparison table. Each baseline is an
     MLflow run tagged, like the transformer run it is paired with, `comparison=<that run's name>`; the
     transformer run gets the comparison as its description."""
+    check(cfg, BASELINES)  # before anything is read, fitted or logged
     data = cfg.data
-    phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
-    split = SeasonSplit.from_config(OmegaConf.to_container(data.split, resolve=True))
+    try:  # their messages start with the setting's name within data: `split: ...`, `phases: ...`
+        phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
+        split = SeasonSplit.from_config(OmegaConf.to_container(data.split, resolve=True))
+    except ValueError as err:
+        raise SettingError(f"data.{err}") from None
     uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
     tracking.check_tracking_uri(uri)
     reference = find_transformer_run(uri, experiment, cfg.baselines.against)
@@ -295,8 +302,18 @@ def by_state_table(by_state: dict[str, pd.DataFrame]) -> str:
 
 
 def find_transformer_run(uri: str, experiment: str, against: str | None) -> str | None:
-    """The transformer run to pair against: `against` (a run id), else the latest finished one."""
+    """The transformer run to pair against: `against` (a run id, refused in one line unless the store has
+    it with a test report), else the latest finished one."""
     if against:
+        try:
+            found = tracking.MlflowClient(uri).get_run(against)
+        except MlflowException:
+            found = None
+        if found is None or "test/log_loss" not in found.data.metrics:
+            raise SettingError(
+                f"baselines.against={against!r}: must be the id of a run with a test report in {uri}"
+                + ("" if found else " (no such run)")
+            )
         return against
     run = tracking.latest_transformer_run(uri, experiment)
     return run.info.run_id if run else None
@@ -330,7 +347,11 @@ def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="baselines")
 def main(cfg: DictConfig) -> None:
     tracking.artifact_bars(progress.resolve() == "bar")
-    run_baselines(cfg)
+    try:
+        run_baselines(cfg)
+    except (SettingError, tracking.TrackingError) as err:  # one line, not a traceback
+        print(f"cricket-attn-baselines: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -139,3 +139,64 @@ def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliver
     )
     unseen = table.predict_proba(pd.DataFrame({"phase": ["middle"], "wickets_before": [9], "ball_in_over": [6]}))
     assert np.allclose(unseen[0], table.prior)
+
+
+def baselines_config(folder, *overrides: str):
+    """conf/baselines.yaml on the fixture matches, with its MLflow store in `folder`."""
+    from hydra import compose, initialize_config_dir
+
+    from cricket_attn.config import CONF_DIR
+    from tests.conftest import FIXTURES
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(
+            config_name="baselines",
+            overrides=[
+                f"data.sources=[{FIXTURES}]",
+                f"data.data_dir={folder / 'data'}",
+                f"paths.output_dir={folder / 'bl'}",
+                f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+                *overrides,
+            ],
+        )
+
+
+def refused(cfg, capsys) -> str:
+    """cricket-attn-baselines' one line on standard error, for a config it refuses with status 2."""
+    from cricket_attn.training.baselines import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(cfg)
+    assert stop.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("cricket-attn-baselines: ")
+    return line.removeprefix("cricket-attn-baselines: ")
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("baselines.n_boot=0", "baselines.n_boot=0: must be at least 1"),
+        ("baselines.models.hist_gradient_boosting.max_iter=-5", "models.hist_gradient_boosting.max_iter=-5: must be"),
+        ("+baselines.models.xgboost={}", "baselines.models={marginal, frequency_table, logistic, hist_gradient_boos"),
+        ("data.split.validation=[2025]", "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
+    ],
+)
+def test_a_mistaken_setting_is_one_line_before_anything_is_opened_or_read(tmp_path, capsys, override, message):
+    assert message in refused(baselines_config(tmp_path, override), capsys)
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("known", [False, True])
+def test_against_must_name_a_run_of_the_store_with_a_test_report(tmp_path, capsys, known):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    # No such run, or a run of the store with no test report to pair with.
+    run_id = client.create_run(client.create_experiment("other")).info.run_id if known else "f00d"
+    capsys.readouterr()  # MLflow's lines as it makes the store
+    line = refused(baselines_config(tmp_path, f"baselines.against={run_id}"), capsys)
+    assert line == f"baselines.against='{run_id}': must be the id of a run with a test report in {uri}" + (
+        "" if known else " (no such run)"
+    )
+    assert not (tmp_path / "data").exists()  # checked before the data is read and anything fitted
+    assert not client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.baseline != ''")
