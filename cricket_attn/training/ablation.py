@@ -40,7 +40,7 @@ from hydra.types import HydraContext, RunMode
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
 from omegaconf import DictConfig
 
-from cricket_attn import progress, tracking
+from cricket_attn import progress, settings, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR
 from cricket_attn.metrics import match_bootstrap_sums, per_ball_log_loss
@@ -355,6 +355,7 @@ def recorded_runs(cfg: DictConfig) -> dict[Job, dict]:
 def run_ablation(cfg: DictConfig, hydra_overrides: Sequence[str] = ()) -> str:
     """Train what neither the record nor the store has yet, through the launcher `hydra_overrides` choose
     (`launcher_overrides`), record it, then write and log the report; returns its markdown."""
+    settings.check(cfg, settings.ABLATION)
     tracking.check_tracking_uri(cfg.paths.mlflow_uri)
     jobs = plan(cfg)
     done = recorded_runs(cfg)

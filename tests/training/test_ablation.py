@@ -226,3 +226,42 @@ def test_a_damaged_record_is_refused_with_its_file_and_line(tmp_path):
     (tmp_path / "attention.jsonl").write_text('{"settings": "x"}\n')
     with pytest.raises(ValueError, match=r"attention.jsonl: line 1: not an ablation record"):
         read_record(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("jobs=0", "jobs=0: must be at least 1"),
+        ("jobs=two", "jobs='two': must be an integer"),
+        ("seeds=[]", "seeds=[]: must be a list of seeds in [0, 4294967295]"),
+        ("seeds=[0,-1]", "seeds=[0, -1]: must be a list of seeds in [0, 4294967295]"),
+        ("n_boot=0", "n_boot=0: must be at least 1"),
+        ("report_only=maybe", "report_only='maybe': must be true or false"),
+    ],
+)
+def test_a_mistaken_setting_is_refused_before_anything_is_opened_or_trained(tmp_path, override, message):
+    from cricket_attn.settings import SettingError
+
+    with pytest.raises(SettingError) as refused:
+        run_ablation(ablation_config(tmp_path, override))
+    assert str(refused.value) == message
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.e2e
+def test_the_command_refuses_in_one_line_with_status_2(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("cricket-attn-ablate") or str(Path(sys.executable).with_name("cricket-attn-ablate"))
+    out = subprocess.run(
+        [exe, "jobs=0", f"output_dir={tmp_path / 'out'}", f"paths.mlflow_uri=sqlite:///{tmp_path / 'mlflow.db'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == ["cricket-attn-ablate: jobs=0: must be at least 1"]
+    assert not (tmp_path / "mlflow.db").exists()
