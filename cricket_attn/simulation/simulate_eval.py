@@ -28,39 +28,42 @@ from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import STRENGTH, since_training, strength
 from cricket_attn.scoring.serving import load_trained
+from cricket_attn.settings import count
 from cricket_attn.simulation import realism
 from cricket_attn.simulation.against_baselines import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import SPREAD, Simulator
 
+SKIP = "0 (skip the check) or more"
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="cricket-attn-simulate-eval", description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True, help="MLflow model URI or checkpoint")
-    p.add_argument("--sims", type=int, default=100, help="simulations per state (default 100)")
+    p.add_argument("--sims", type=count(1), default=100, help="simulations per state (default 100)")
     p.add_argument("--train-until", type=int, default=2024, help="the baselines' last training season")
     p.add_argument("--test", type=int, nargs="+", default=[2025, 2026], help="the seasons evaluated")
     p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the embedded IPL archive)")
-    p.add_argument("--matches", type=int, help="only the first N test matches (a quick look)")
-    p.add_argument("--plots", type=int, default=3, help="matches drawn and logged (default 3)")
+    p.add_argument("--matches", type=count(1), help="only the first N test matches (a quick look)")
+    p.add_argument("--plots", type=count(0), default=3, help="matches drawn and logged (default 3)")
     p.add_argument(
         "--check-sims",
-        type=int,
+        type=count(0, SKIP),
         default=40,
         help="simulations of each innings of the last training "
         "season and the test seasons from ball 0, against the real innings (default 40; 0: skip)",
     )
     p.add_argument(
         "--who-sims",
-        type=int,
+        type=count(0, SKIP),
         default=0,
         help="simulations from each first innings of the last "
         "training season and the test seasons after 6, 10 and 15 overs, with the rules for who bowls and "
         "who comes in against the real bowlers and batting order (default 0: skip)",
     )
     p.add_argument("--out", type=Path, default=Path("outputs/simulation"), help="folder for the tables and pictures")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=count(0), default=0)
     p.add_argument(
         "--spread",
         type=strength,
@@ -154,11 +157,6 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
 
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
-    if args.sims < 1:
-        raise ValueError(f"--sims {args.sims}: at least one simulation per state")
-    for name in ("check_sims", "who_sims"):
-        if getattr(args, name) < 0:
-            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)}: 0 (skip the check) or more")
     tracking.check_tracking_uri(args.tracking_uri)
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.simulation.simulate_eval import main
+from cricket_attn.simulation.simulate_eval import main, parse_args
 from tests.conftest import FIXTURES
 
 
@@ -57,36 +58,27 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
     assert "MLflow run" in capsys.readouterr().out
 
 
-def test_no_simulation_is_refused_in_one_line(tracked_run, tmp_path, capsys):
-    assert (
-        main(
-            [
-                "--model",
-                tracked_run["results"]["checkpoint"],
-                "--sims",
-                "0",
-                "--sources",
-                str(FIXTURES),
-                "--tracking-uri",
-                f"sqlite:///{tmp_path / 'm.db'}",
-            ]
-        )
-        == 2
-    )
-    assert "--sims 0" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "--model",
-                tracked_run["results"]["checkpoint"],
-                "--who-sims",
-                "-1",
-                "--sources",
-                str(FIXTURES),
-                "--tracking-uri",
-                f"sqlite:///{tmp_path / 'm.db'}",
-            ]
-        )
-        == 2
-    )
-    assert "--who-sims -1: 0 (skip the check) or more" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "flag, value, allowed",
+    [
+        ("--matches", "-1", "must be at least 1"),
+        ("--matches", "0", "must be at least 1"),
+        ("--sims", "0", "must be at least 1"),
+        ("--sims", "many", "must be an integer"),
+        ("--check-sims", "-1", "must be 0 (skip the check) or more"),
+        ("--who-sims", "-1", "must be 0 (skip the check) or more"),
+        ("--plots", "-3", "must be at least 0"),
+        ("--seed", "-1", "must be at least 0"),
+    ],
+)
+def test_a_count_out_of_range_is_refused_by_name_before_anything_is_read(flag, value, allowed, capsys):
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--model", "no/such/model.ckpt", flag, value])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]  # after argparse's usage line
+    assert error == f"cricket-attn-simulate-eval: error: argument {flag}: {value}: {allowed}"
+
+
+def test_counts_in_range_are_taken():
+    args = parse_args(["--model", "m.ckpt", "--matches", "5", "--sims", "1", "--check-sims", "0", "--plots", "0"])
+    assert (args.matches, args.sims, args.check_sims, args.plots, args.who_sims) == (5, 1, 0, 0, 0)
