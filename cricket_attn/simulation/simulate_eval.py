@@ -40,6 +40,7 @@ SKIP = "0 (skip the check) or more"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="cricket-attn-simulate-eval", description=__doc__.split("\n")[0])
+    p.error = lambda message: p.exit(2, f"{p.prog}: {message}\n")  # one line, as every refusal here (-h: usage)
     p.add_argument("--model", required=True, help="MLflow model URI or checkpoint")
     p.add_argument("--sims", type=count(1), default=100, help="simulations per state (default 100)")
     p.add_argument("--train-until", type=int, default=2024, help="the baselines' last training season")
