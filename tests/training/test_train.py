@@ -231,7 +231,7 @@ def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["model.max_len=10"], "model.max_len=10: must be at least 133 (the data has 133 deliveries in one sequence)"),
+        (["model.max_len=10"], "model.max_len=10: must be at least 133 (the data has 133 deliveries)"),
         (
             ["data.split.test=[2030]"],
             "data.split.test=[2030]: no deliveries in the test seasons (the data has seasons 2008-2026)",
