@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,3 +32,9 @@ def project_path(path: str | Path) -> Path:
 # place whatever the current folder.
 if not OmegaConf.has_resolver("project_root"):
     OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
+
+# `${pid:}` in conf/ (hydra.run.dir, hydra.sweep.dir): this process's id after the time, so two runs started
+# in the same second on one machine get folders of their own. Cached, as Hydra's `${now:}` is, so a sweep's
+# jobs (joblib's worker processes among them) share their sweep's folder.
+if not OmegaConf.has_resolver("pid"):
+    OmegaConf.register_new_resolver("pid", lambda: str(os.getpid()), use_cache=True)

@@ -8,6 +8,7 @@ folder; `make dashboard` (`mlflow ui --backend-store-uri sqlite:///mlflow.db`) s
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import logging
 import os
@@ -26,6 +27,8 @@ from typing import Any
 import mlflow
 import pandas as pd
 from mlflow.entities import DatasetInput, InputTag
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.context.registry import resolve_tags
 from mlflow.utils.git_utils import get_git_commit
@@ -60,6 +63,23 @@ def artifact_bars(shown: bool) -> None:
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "true" if shown else "false"
 
 
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """For a SQLite store, an exclusive lock on `<store>.lock` beside it; nothing for a server. MLflow creates
+    a new store's tables on its first connection, and two processes doing so at once (two users, a sweep's
+    parallel jobs) fail in SQLAlchemy: the first connection of each waits its turn."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    store = Path(uri.removeprefix("sqlite:///"))
+    with open(store.with_name(store.name + ".lock"), "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
+
+
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail fast, naming the URI, if the store cannot be reached, before any training starts."""
     if uri.startswith(("http://", "https://")):
@@ -74,7 +94,8 @@ def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
         if not folder.is_dir():
             raise TrackingError(f"MLflow tracking URI {uri}: folder {folder} does not exist")
     try:
-        MlflowClient(uri).search_experiments(max_results=1)
+        with store_lock(uri):  # the first connection creates a new store
+            MlflowClient(uri).search_experiments(max_results=1)
     except Exception as err:  # any store error gets the same one line, naming the URI
         raise TrackingError(f"MLflow tracking URI {uri} cannot be used: {type(err).__name__}: {err}") from None
 
@@ -104,10 +125,16 @@ def experiment_id(uri: str, name: str) -> str:
     training (an experiment made by an older version gets the mark too)."""
     client = MlflowClient(uri)
     found = client.get_experiment_by_name(name)
-    exp_id = found.experiment_id if found else client.create_experiment(name, artifact_location(uri))
-    if found is None or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-        client.set_experiment_tag(exp_id, *EXPERIMENT_KIND)
-    return exp_id
+    if found is None:
+        try:
+            client.create_experiment(name, artifact_location(uri))
+        except MlflowException as err:  # another process on the store made it meanwhile: a sweep's jobs
+            if err.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+                raise
+        found = client.get_experiment_by_name(name)
+    if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+        client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
+    return found.experiment_id
 
 
 def command_line() -> str:

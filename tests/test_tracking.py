@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import socket
 import subprocess
@@ -20,6 +22,7 @@ from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
 
 pytestmark = pytest.mark.e2e  # training runs, their MLflow store, commands and a server
+TRAIN = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
 
 
 def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
@@ -53,9 +56,6 @@ def test_the_experiment_opens_on_training_runs_with_artifacts_beside_the_store(t
 
 
 def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_run, phases):
-    import json
-    import re
-
     from cricket_attn.data.deliveries import load_tables
     from cricket_attn.data.splits import SeasonSplit
 
@@ -166,6 +166,53 @@ def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypat
     assert [r.info.status for r in runs] == ["FINISHED"]
 
 
+def test_two_runs_started_together_on_a_new_store_each_get_their_folder_and_run(tmp_path):
+    """Two users start a training at once on a store that does not exist yet: the store is made once, and
+    each run has its own output folder (the time, then the process id), run file, checkpoints and MLflow run."""
+    logs = [tmp_path / f"stderr{i}.txt" for i in range(2)]
+    started = []
+    for log in logs:
+        with log.open("w") as err:
+            started.append(
+                subprocess.Popen(
+                    train_command(tmp_path, f"paths.root_dir={tmp_path}"),
+                    cwd=tmp_path,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                )
+            )
+    for process, log in zip(started, logs):
+        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    folders = sorted((tmp_path / "outputs").glob("*/*"))
+    assert len(folders) == 2 and all(re.fullmatch(r"\d\d-\d\d-\d\d-\d+", f.name) for f in folders)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = {json.loads((f / "mlflow_run.json").read_text())["run_id"]: f for f in folders}
+    assert len(runs) == 2
+    for run_id, folder in runs.items():
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED" and run.data.tags["output_dir"] == str(folder)
+        assert Path(run.data.tags["checkpoint"]).is_relative_to(folder)
+
+
+def test_a_parallel_sweep_on_a_new_store_runs_every_job(tmp_path):
+    """`cricket-attn-train -m hydra/launcher=joblib hydra.launcher.n_jobs=2 seed=0,1` on a store that does not
+    exist yet: both jobs make it together and finish, in one sweep folder, `multirun/<date>/<time>-<pid>/<job>`."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    overrides = (f"paths.root_dir={tmp_path}", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1")
+    out = subprocess.run(
+        train_command(tmp_path, *overrides, multirun=True), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    (sweep,) = (tmp_path / "multirun").glob("*/*")
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert sorted((r.data.tags["sweep_job"], r.data.params["seed"], r.info.status) for r in runs) == [
+        ("0", "0", "FINISHED"),
+        ("1", "1", "FINISHED"),
+    ]
+    for r in runs:
+        assert json.loads((sweep / r.data.tags["sweep_job"] / "mlflow_run.json").read_text())["run_id"] == r.info.run_id
+
+
 def test_a_crash_marks_the_run_failed(tmp_path, monkeypatch):
     import cricket_attn.training.train as train_module
 
@@ -230,21 +277,26 @@ def test_mlflow_server_serves_the_run(tracked_run):
         server.wait(timeout=30)
 
 
-def run_sweep(folder: Path, *overrides: str) -> None:
-    """`cricket-attn-train -m` on the fixture matches (one short epoch each), tracked in `folder`."""
-    exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
-    cfg = tiny_train_config(folder)
-    common = [
-        f"data.sources=[{cfg.data.sources[0]}]",
+def train_command(folder: Path, *overrides: str, multirun: bool = False) -> list[str]:
+    """`cricket-attn-train` (`-m`: a sweep) on the fixture matches, one short epoch a job, tracked in `folder`."""
+    return [
+        TRAIN,
+        *(["-m"] if multirun else []),
+        f"data.sources=[{FIXTURES}]",
         f"data.data_dir={folder / 'data'}",
         "data.min_count=5",
         "debug=fast",
         "model.numeric_hidden=16",
         f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
         "mlflow.log_model=false",
-        f"hydra.sweep.dir={folder / 'sweep'}",
+        *overrides,
     ]
-    out = subprocess.run([exe, "-m", *common, *overrides], cwd=folder, capture_output=True, text=True)
+
+
+def run_sweep(folder: Path, *overrides: str) -> None:
+    """`cricket-attn-train -m` on the fixture matches, its jobs in `folder`/sweep."""
+    command = train_command(folder, f"hydra.sweep.dir={folder / 'sweep'}", *overrides, multirun=True)
+    out = subprocess.run(command, cwd=folder, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
 
 
@@ -274,7 +326,6 @@ def test_a_sweep_gives_each_job_its_run_and_minimises_the_validation_loss_not_th
 def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_path):
     """The README's form: `cricket-attn-train resume=<folder>`, after a run started with overrides and a store
     of its own; only what may change mid-run can be given again."""
-    exe = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
     store = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     started = [
         f"data.sources=[{FIXTURES}]",
@@ -292,10 +343,10 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
         f"paths.mlflow_uri={store}",
         f"hydra.run.dir={tmp_path / 'run'}",
     ]
-    first = subprocess.run([exe, *started], cwd=tmp_path, capture_output=True, text=True)
+    first = subprocess.run([TRAIN, *started], cwd=tmp_path, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-2000:]
     again = subprocess.run(
-        [exe, f"resume={tmp_path / 'run'}", "trainer.max_epochs=2", f"hydra.run.dir={tmp_path / 'r2'}"],
+        [TRAIN, f"resume={tmp_path / 'run'}", "trainer.max_epochs=2", f"hydra.run.dir={tmp_path / 'r2'}"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -308,7 +359,7 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     assert len(steps) == 2 and steps == sorted(steps)  # epoch 2 added after epoch 1, in the same run
     assert runs[0].data.params["model.d_model"] == "8"
     refused = subprocess.run(
-        [exe, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
+        [TRAIN, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
