@@ -58,6 +58,10 @@ class TrackingError(RuntimeError):
     """A tracking store that cannot be used; the message names the URI."""
 
 
+class ResumeError(RuntimeError):
+    """An output folder that cannot be resumed as it is; the message names the damaged file and what to do."""
+
+
 def artifact_bars(shown: bool) -> None:
     """MLflow's own progress bars over artifact transfers: on a terminal only, not in a log."""
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "true" if shown else "false"
@@ -331,7 +335,14 @@ def read_run_file(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / RUN_FILE
     if not path.is_file():
         raise FileNotFoundError(f"resume={folder}: no {RUN_FILE} there; give the output folder of an earlier run")
-    return json.loads(path.read_text())
+    try:
+        info = json.loads(path.read_text())
+    except ValueError as err:  # cut short or not text: a full disk, a copy that stopped half way
+        where = f" at line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
+        raise ResumeError(f"{path} is damaged (not valid JSON{where}): start a new run, or restore the file") from None
+    if not isinstance(info, dict):
+        raise ResumeError(f"{path} is damaged (not a JSON object): start a new run, or restore the file")
+    return info
 
 
 def end_run(uri: str, run_id: str, status: str) -> None:

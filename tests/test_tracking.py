@@ -370,3 +370,42 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
         "split or what was chosen from them); the run has model.d_model=8"
     )
     assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"  # untouched
+
+
+def test_a_damaged_checkpoint_or_run_file_on_resume(tmp_path):
+    """A kill while `last.ckpt` was written: the resume continues from the run's earlier checkpoint, or, with
+    none, says so in one line; a damaged mlflow_run.json is one line naming it, not a traceback."""
+    run = tmp_path / "run"
+    first = subprocess.run(
+        train_command(tmp_path, "data.teacher=null", f"hydra.run.dir={run}"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    checkpoints = run / "checkpoints"
+    last = checkpoints / "last.ckpt"
+
+    def resume(*overrides: str) -> subprocess.CompletedProcess:
+        command = [TRAIN, f"resume={run}", f"hydra.run.dir={tmp_path / 'again'}", *overrides]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+
+    (best,) = checkpoints.glob("best-*.ckpt")
+    last.write_bytes(last.read_bytes()[:1000])
+    again = resume("trainer.max_epochs=2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"resume: {last} is damaged" in again.stdout and f"continuing from the earlier {best.name}" in again.stdout
+    last.write_bytes(last.read_bytes()[:1000])
+    for earlier in checkpoints.glob("best-*.ckpt"):
+        earlier.unlink()
+    refused = resume("trainer.max_epochs=3")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"cricket-attn-train: {last} is damaged (")
+    assert line.endswith("the run has no earlier checkpoint: start a new run, or restore the file")
+    run_file = run / "mlflow_run.json"
+    run_file.write_text(run_file.read_text()[:20])
+    refused = resume()
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith(f"cricket-attn-train: {run_file} is damaged (")
+    assert refused.stderr.strip().endswith(": start a new run, or restore the file")

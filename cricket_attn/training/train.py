@@ -14,6 +14,7 @@ and ends, and each epoch gets a line (or, on a terminal, a bar): `progress` in c
 
 from __future__ import annotations
 
+import glob
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -154,9 +155,37 @@ def fit_stage(
     return module
 
 
-def _last(folder: Path) -> str | None:
-    path = folder / "last.ckpt"
-    return str(path) if path.is_file() else None
+def unreadable(path: Path) -> str | None:
+    """Why `path` cannot be resumed from (a kill while it was written truncates it), or None if it can."""
+    try:
+        torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch says a truncated file in several ways: each is a damaged checkpoint
+        said = str(err).strip().splitlines()[0].split(". ")[0] if str(err).strip() else "unreadable"
+        return f"{type(err).__name__}: {said}"
+    return None
+
+
+def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
+    """The checkpoint a resumed stage continues from: the `last.ckpt` of its checkpoint callback (None if
+    there is none yet); if that is damaged, the callback's newest other checkpoint (a best epoch), with the
+    damaged file moved aside to `last.ckpt.damaged`; if there is none, a ResumeError saying so."""
+    folder = Path(saver.dirpath)
+    last = folder / f"{saver.CHECKPOINT_NAME_LAST}{saver.FILE_EXTENSION}"
+    if not last.is_file():
+        return None
+    damage = unreadable(last)
+    if damage is None:
+        return str(last)
+    prefix = glob.escape((saver.filename or "").split("{")[0])  # best-{epoch:02d}: best-*.ckpt, not calibrated.ckpt
+    earlier = [p for p in folder.glob(f"{prefix}*{saver.FILE_EXTENSION}") if p != last]
+    for path in sorted(earlier, key=lambda p: p.stat().st_mtime, reverse=True):
+        if unreadable(path) is None:
+            log.warning("resume: %s is damaged (%s); continuing from the earlier %s", last, damage, path.name)
+            last.replace(last.with_name(last.name + ".damaged"))  # Lightning writes a new last.ckpt
+            return str(path)
+    raise tracking.ResumeError(
+        f"{last} is damaged ({damage}) and the run has no earlier checkpoint: start a new run, or restore the file"
+    )
 
 
 def run_protocol(cfg: DictConfig, run: Run) -> dict:
@@ -165,6 +194,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     ckpt = callbacks["model_checkpoint"]
     dm = hydra.utils.instantiate(cfg.data)
     resuming = bool(cfg.resume)
+    # A damaged checkpoint is found before the data is read.
+    selection_from = resume_from(ckpt) if resuming and not run.state.get("selection_final") else None
     split = cfg.data.split
     fit_seasons, val_seasons = f"up to {split.train_until}", "/".join(map(str, split.validation))
     if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
@@ -185,9 +216,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             val_seasons,
         )
         clock = progress.Stopwatch()
-        module = fit_stage(
-            cfg, dm, callbacks, run.logger(), "selection", ckpt_path=_last(Path(ckpt.dirpath)) if resuming else None
-        )
+        module = fit_stage(cfg, dm, callbacks, run.logger(), "selection", ckpt_path=selection_from)
         best_path = ckpt.best_model_path
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
@@ -253,7 +282,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                 run.logger(name),
                 stage,
                 max_epochs=best_epoch,
-                ckpt_path=_last(refit_dir) if resuming else None,
+                ckpt_path=resume_from(refit_ckpt) if resuming else None,
             )
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
@@ -457,7 +486,7 @@ def main(cfg: DictConfig) -> float:
         if cfg.resume:  # the run's own config, with what this command line changes
             cfg = resume_config(cfg, list(HydraConfig.get().overrides.task))
         results = train(cfg)
-    except (ConfigError, tracking.TrackingError, FileNotFoundError) as err:  # one line, not a traceback
+    except (ConfigError, tracking.TrackingError, tracking.ResumeError, FileNotFoundError) as err:  # one line
         print(f"cricket-attn-train: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     best_val = results.get("calibration/val_log_loss_after", results.get("selection/best_val_loss"))
