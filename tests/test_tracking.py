@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import socket
@@ -164,6 +165,30 @@ def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypat
     assert len(load_model(again["checkpoint"])[0].members) == 2
     runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
     assert [r.info.status for r in runs] == ["FINISHED"]
+
+
+def test_a_kill_while_the_model_is_logged_leaves_one_ready_model_after_resume(tmp_path, monkeypatch):
+    """Ctrl-C while the final model's files are copied leaves its MLflow model PENDING; the resumed run logs
+    the model once, past every fit, and the pending one is gone."""
+    from mlflow.entities import LoggedModelStatus
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the model is made, its files not yet in the store
+
+    overrides = ("ensemble=1", "trainer.max_epochs=1", "data.teacher=null")
+    monkeypatch.setattr(MlflowClient, "log_model_artifacts", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_train_config(tmp_path, *overrides))
+    monkeypatch.undo()
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [m.status for m in client.search_logged_models(["1"])] == [LoggedModelStatus.PENDING]
+    again = train(tiny_train_config(tmp_path, *overrides, f"resume={tmp_path / 'run'}"))
+    models = client.search_logged_models(["1"])
+    assert [(m.name, m.status, m.source_run_id) for m in models] == [
+        ("model", LoggedModelStatus.READY, again["mlflow_run_id"])
+    ]
+    assert client.get_run(again["mlflow_run_id"]).info.status == "FINISHED"
+    assert math.isfinite(again["test/log_loss"])
 
 
 def test_two_runs_started_together_on_a_new_store_each_get_their_folder_and_run(tmp_path):

@@ -289,9 +289,10 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             log.info("%s: done in %s", stage, clock)
         final = members
     else:
-        dm.prepare_data()
-        dm.setup("test")  # the data, for a run resumed past its selection stage (else already set up)
         final = [best_path] if best_path else []
+    if dm.tables is None:  # a run resumed past its last fit: the data, with the encoder as the final model's
+        dm = hydra.utils.instantiate(cfg.data, refit=bool(cfg.refit and best_epoch))
+        dm.setup("test")
     temperature = run.state.get("calibration", {}).get("temperature")
     if len(final) > 1 or (final and temperature is not None):
         # One checkpoint: the final model(s), carrying the temperature fitted on validation.
@@ -363,6 +364,8 @@ def report(
             from cricket_attn.scoring.serving import log_model
 
             log.info("MLflow: logging the final model as the run's `model`")
+            for model_id in tracking.drop_unfinished_models(run.uri, run.run_id, "model"):  # once, on a resume
+                log.info("MLflow: deleted the model %s left unfinished by the killed attempt", model_id)
             first = test["match_id"].iloc[0] if len(test) else None
             example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
             example_scored = score_deliveries(model, dm.encoder, example, dm.eval_batch_size)
