@@ -39,13 +39,15 @@ baselines: $(STAMP)
 dashboard: $(STAMP)
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
 
-# The default test run: fast, on the real fixture matches; what CI runs (after `make lint`).
+# The default test run: fast, on the real fixture matches, on both cores (pytest-xdist); what CI runs
+# (after `make lint`).
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q -n 2
 
-# The developers' loop: the unit tests alone, without the end-to-end ones (runs, commands, notebooks).
+# The developers' loop: the unit tests alone, without the end-to-end ones (runs, commands, notebooks),
+# on both cores.
 unit: $(STAMP)
-	$(PY) -m pytest -m "not slow and not e2e" -q
+	$(PY) -m pytest -m "not slow and not e2e" -q -n 2
 
 # ruff (pyproject.toml): lint, imports sorted, and the format checked; `make format` applies it.
 lint: $(STAMP)
