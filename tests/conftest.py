@@ -20,6 +20,20 @@ from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.data.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
+# The real conf/ tree's training, shrunk to seconds: the fixture matches, a tiny model, two epochs.
+TINY_TRAINING = [
+    f"data.sources=[{FIXTURES}]",
+    "data.min_count=5",
+    "data.batch_size=8",
+    "model.d_model=8",
+    "model.n_heads=2",
+    "model.n_layers=1",
+    "model.numeric_hidden=16",
+    "trainer.max_epochs=2",
+    "optim.warmup_steps=2",
+    "data.teacher.folds=3",
+    "data.teacher.model.max_iter=20",
+]
 # Session fixtures that train a run: a test that needs one is end-to-end (`-m "not e2e"` leaves it out).
 TRAINED_RUNS = {"tracked_run", "baselines_run"}
 
@@ -74,18 +88,8 @@ def tiny_train_config(folder: Path, *extra: str):
     from cricket_attn.config import CONF_DIR
 
     overrides = [
-        f"data.sources=[{FIXTURES}]",
+        *TINY_TRAINING,
         f"data.data_dir={folder / 'data'}",
-        "data.min_count=5",
-        "data.batch_size=8",
-        "model.d_model=8",
-        "model.n_heads=2",
-        "model.n_layers=1",
-        "model.numeric_hidden=16",
-        "trainer.max_epochs=2",
-        "optim.warmup_steps=2",
-        "data.teacher.folds=3",
-        "data.teacher.model.max_iter=20",
         f"paths.output_dir={folder / 'run'}",
         f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
         *extra,

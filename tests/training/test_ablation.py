@@ -25,28 +25,15 @@ from cricket_attn.training.ablation import (
     run_ablation,
     settings_digest,
 )
-from tests.conftest import FIXTURES
+from tests.conftest import TINY_TRAINING
 
-TINY = [
-    f"data.sources=[{FIXTURES}]",
-    "data.min_count=5",
-    "data.batch_size=8",
-    "model.d_model=8",
-    "model.n_heads=2",
-    "model.n_layers=1",
-    "model.numeric_hidden=16",
-    "trainer.max_epochs=2",
-    "optim.warmup_steps=2",
-    "data.teacher.folds=3",
-    "data.teacher.model.max_iter=20",
-]
 # One variant and the default, one seed, on the protocol that moves the split (the plan test covers both).
 TWO_RUNS = ("only=[self_only]", "seeds=[0]", "~protocols.test")
 SELF_ONLY, DEFAULT = Job("self_only", "season_back", 0), Job("default", "season_back", 0)
 
 
 def ablation_config(folder, *overrides: str):
-    extra = ",".join(f"'{o}'" for o in [*TINY, f"data.data_dir={folder / 'data'}"])
+    extra = ",".join(f"'{o}'" for o in [*TINY_TRAINING, f"data.data_dir={folder / 'data'}"])
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(
             config_name="ablation",
