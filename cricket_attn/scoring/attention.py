@@ -295,16 +295,17 @@ def draw_match(
     innings: int | None = None,
     ball: tuple[int, int] | None = None,
 ) -> list[Path]:
-    """The pictures of one match's innings (or of innings `innings`), and of ball `(over, ball)` in it."""
+    """The pictures of one match's innings (or of innings `innings`), and of ball `(over, ball)` in it. A
+    ball not bowled in an innings drawn is refused before any picture is written."""
+    chosen = [inn for inn in innings_attention(model, encoder, deliveries)
+              if innings is None or int(inn.balls["innings"].iloc[0]) == innings]  # fmt: skip
+    at = [None if ball is None else inn.position(*ball) for inn in chosen]
     drawn = []
-    for inn in innings_attention(model, encoder, deliveries):
-        number = int(inn.balls["innings"].iloc[0])
-        if innings is not None and number != innings:
-            continue
-        stem = out / f"{inn.balls['match_id'].iloc[0]}_innings{number}"
+    for inn, position in zip(chosen, at):
+        stem = out / f"{inn.balls['match_id'].iloc[0]}_innings{int(inn.balls['innings'].iloc[0])}"
         drawn.append(plot_innings(inn, f"{stem}.png"))
-        if ball is not None:
-            drawn.append(plot_ball(inn, inn.position(*ball), f"{stem}_ball{ball[0]}.{ball[1]}.png"))
+        if position is not None:
+            drawn.append(plot_ball(inn, position, f"{stem}_ball{ball[0]}.{ball[1]}.png"))
     return drawn
 
 

@@ -134,7 +134,14 @@ def test_pictures_of_a_real_match(deliveries, tmp_path):
     ]
     assert all(p.stat().st_size > 20_000 for p in drawn)  # drawn, not blank
     with pytest.raises(ValueError, match="has no ball 30.1"):
-        draw_match(model, encoder, match, tmp_path, innings=2, ball=(30, 1))
+        draw_match(model, encoder, match, tmp_path / "none", innings=2, ball=(30, 1))
+    # A ball the first innings has and the chase does not: refused before either innings is drawn.
+    last_of_first = match[match["innings"] == 1].iloc[-1]
+    ball = (int(last_of_first["over"]), int(last_of_first["ball_in_over"]))
+    (tmp_path / "none").mkdir()
+    with pytest.raises(ValueError, match=f"has no ball {ball[0]}.{ball[1]}"):
+        draw_match(model, encoder, match, tmp_path / "none", ball=ball)
+    assert list((tmp_path / "none").iterdir()) == []
     assert parse_ball("15.3") == (15, 3)
     with pytest.raises(ValueError, match="give OVER.BALL"):
         parse_ball("15")
