@@ -1,4 +1,4 @@
 """Rolling the ball model forward: state (the incremental match state of N simulations) → scorebook (an
 outcome class to a delivery) → rules (who bats and bowls next) → rollout (innings with the KV cache) →
-match (projections, "what if") → evaluation and checks (against baselines and real innings); simulate
-and simulate_eval are the commands."""
+match (projections, "what if") → against_baselines and realism (against match-level baselines and real
+innings); simulate and simulate_eval are the commands."""
