@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import re
+import sys
 from dataclasses import dataclass
 from datetime import date
 
@@ -36,6 +37,10 @@ DELIVERY_FIELDS = (
     "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes", "runs_penalty", "runs_non_boundary",
     "extras_type", "wicket_count", "wicket_kind", "player_out", "outcome",
 )  # fmt: skip
+
+
+def _interned(text: str | None) -> str | None:
+    return None if text is None else sys.intern(text)
 
 
 @dataclass
@@ -230,9 +235,11 @@ class _Parser:
                 if sum(extra_by_kind) != extra_runs:
                     kinds = " + ".join(f"{k} {v}" for k, v in zip(EXTRAS_KEYS, extra_by_kind) if k in extras) or "none"
                     raise self.error(f"{at}.extras", f"{kinds} != runs.extras {extra_runs}")
-                batter = self.get(d, "batter", str, at)
-                bowler = self.get(d, "bowler", str, at)
-                non_striker = self.get(d, "non_striker", str, at)
+                # Names are interned: a player's name is one string however many balls he faces, which
+                # keeps a table of millions of deliveries to a fraction of the memory while it is built.
+                batter = sys.intern(self.get(d, "batter", str, at))
+                bowler = sys.intern(self.get(d, "bowler", str, at))
+                non_striker = sys.intern(self.get(d, "non_striker", str, at))
 
                 kinds, outs = [], []
                 team_wickets = 0
@@ -269,18 +276,18 @@ class _Parser:
                         batter,
                         bowler,
                         non_striker,
-                        people.get(batter),
-                        people.get(bowler),
-                        people.get(non_striker),
+                        _interned(people.get(batter)),
+                        _interned(people.get(bowler)),
+                        _interned(people.get(non_striker)),
                         batter_runs,
                         extra_runs,
                         total_runs,
                         *extra_by_kind,
                         bool(runs.get("non_boundary", False)),
-                        "+".join(key for key in EXTRAS_KEYS if key in extras) or None,
+                        _interned("+".join(key for key in EXTRAS_KEYS if key in extras) or None),
                         team_wickets,
-                        ";".join(kinds) or None,
-                        ";".join(outs) or None,
+                        _interned(";".join(kinds) or None),
+                        _interned(";".join(outs) or None),
                         outcome,
                     )
                 )
