@@ -126,9 +126,6 @@ class CricketDataModule(pl.LightningDataModule):
         soft = (1 - w) * onehot + w * by_row[train["row"].clamp(min=0)]
         train["soft_target"] = soft * train["mask"].unsqueeze(-1)  # padding positions: all zero
 
-    def max_len(self) -> int:
-        return max(ds.max_len for ds in self.datasets.values())
-
     def _loader(self, name: str, shuffle: bool) -> torch.utils.data.DataLoader:
         ds = self.datasets[name]
         size = self.batch_size if shuffle else self.eval_batch_size

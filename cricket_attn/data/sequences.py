@@ -372,10 +372,6 @@ class BallSequences(torch.utils.data.Dataset):
         T = int(self.lengths[idx].max())
         return {name: t[idx] if name in self.per_sequence else t[idx, :T] for name, t in self.tensors.items()}
 
-    @property
-    def max_len(self) -> int:
-        return int(self.lengths.max()) if len(self.lengths) else 0
-
 
 class BucketBatchSampler(torch.utils.data.Sampler):
     """Batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches.

@@ -32,11 +32,6 @@ class TrainedModel:
     source: str
 
     @property
-    def max_len(self) -> int:
-        """The longest innings (in deliveries) the model takes."""
-        return self.config.max_len
-
-    @property
     def config(self) -> ModelConfig:
         return model_config(self.model)
 
