@@ -54,9 +54,12 @@ def innings_extent(d: pd.DataFrame) -> pd.DataFrame:
         legal_balls=regular["legal_ball_index"] + 1, overs=regular["over"] + 1, scheduled_balls=innings_balls(regular)
     )
     return extent.groupby(["match_id", "innings"], observed=True, sort=False).agg(
-        deliveries=("over", "size"), legal_balls=("legal_balls", "max"), overs=("overs", "max"),
-        balls_in_over=("ball_in_over", "max"), scheduled_balls=("scheduled_balls", "max"),
-    )  # fmt: skip
+        deliveries=("over", "size"),
+        legal_balls=("legal_balls", "max"),
+        overs=("overs", "max"),
+        balls_in_over=("ball_in_over", "max"),
+        scheduled_balls=("scheduled_balls", "max"),
+    )
 
 
 def _before(values: pd.Series, groups: Sequence) -> pd.Series:

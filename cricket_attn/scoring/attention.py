@@ -297,8 +297,11 @@ def draw_match(
 ) -> list[Path]:
     """The pictures of one match's innings (or of innings `innings`), and of ball `(over, ball)` in it. A
     ball not bowled in an innings drawn is refused before any picture is written."""
-    chosen = [inn for inn in innings_attention(model, encoder, deliveries)
-              if innings is None or int(inn.balls["innings"].iloc[0]) == innings]  # fmt: skip
+    chosen = [
+        inn
+        for inn in innings_attention(model, encoder, deliveries)
+        if innings is None or int(inn.balls["innings"].iloc[0]) == innings
+    ]
     at = [None if ball is None else inn.position(*ball) for inn in chosen]
     drawn = []
     for inn, position in zip(chosen, at):

@@ -40,16 +40,20 @@ def long_over(match_id: str = "1473438") -> dict:
 @pytest.fixture(scope="module")
 def shapes(phases):
     good = json.loads((FIXTURES / "1473439.json").read_text())
-    files = [MatchFile(f"{name}.json", name, json.dumps(doc).encode())
-             for name, doc in (("good", good), ("odi", short_odi()), ("over14", long_over()))]  # fmt: skip
+    files = [
+        MatchFile(f"{name}.json", name, json.dumps(doc).encode())
+        for name, doc in (("good", good), ("odi", short_odi()), ("over14", long_over()))
+    ]
     return build_tables(files, phases).deliveries
 
 
 def test_a_match_beyond_the_models_tables_is_named_with_its_reason(shapes):
     refused = model_reach(MODEL, shapes)
     assert set(refused) == {"odi", "over14"}  # the real T20 match beside them is taken
-    assert refused["odi"] == ("innings 1 reaches 25 overs, more than the model's tables hold (model.max_overs=24; "
-                              "it was trained on T20 innings)")  # fmt: skip
+    assert refused["odi"] == (
+        "innings 1 reaches 25 overs, more than the model's tables hold (model.max_overs=24; "
+        "it was trained on T20 innings)"
+    )
     assert (
         refused["over14"].startswith("innings 1 reaches 14 balls in an over")
         and "max_ball_in_over=12" in refused["over14"]
