@@ -14,12 +14,15 @@ DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"  # the project'
 
 
 def load_data_config(name: str = "ipl") -> DictConfig:
-    """`conf/data/<name>.yaml` as an OmegaConf object."""
+    """`conf/data/<name>.yaml` as an OmegaConf object, on top of the data configs its `defaults` name (as
+    Hydra composes it: `defaults: [ipl, _self_]` is conf/data/ipl.yaml with this file's settings over it)."""
     path = CONF_DIR / "data" / f"{name}.yaml"
     if not path.exists():
         options = sorted(p.stem for p in (CONF_DIR / "data").glob("*.yaml"))
         raise FileNotFoundError(f"no data config {name!r} in {CONF_DIR / 'data'} (have: {', '.join(options)})")
-    return OmegaConf.load(path)
+    cfg = OmegaConf.load(path)
+    bases = [load_data_config(base) for base in cfg.pop("defaults", []) if base != "_self_"]
+    return OmegaConf.merge(*bases, cfg)
 
 
 def project_path(path: str | Path) -> Path:

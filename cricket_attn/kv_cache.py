@@ -80,7 +80,7 @@ class SimulationCache(KVCache):
     def __init__(self, n_layers: int):
         super().__init__(n_layers)
         self.shared: SharedBalls | None = None
-        self.rates: tuple[Tensor, Tensor, Tensor] | None = None
+        self.rates: tuple[Tensor, ...] | None = None
 
     def balls(self) -> Tensor | int:
         """The balls each row has seen: (B,) with shared balls, else the length."""
@@ -96,12 +96,12 @@ class SimulationCache(KVCache):
     def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         if "rate_slots" not in batch:
             return super().embed_numeric(embedding, batch)
-        batter, bowler, venue = self.rates  # (slots, hidden), (slots, hidden), (hidden,)
+        batter, bowler, *match = self.rates  # (slots, hidden), (slots, hidden), then (hidden,) each
         striker, bowling = batch["rate_slots"].unbind(-1)
-        return embedding(batch["numeric"], batter[striker] + bowler[bowling] + venue)
+        return embedding(batch["numeric"], batter[striker] + bowler[bowling] + sum(match))
 
     def keep_rates(self, model: CricketTransformer, rates: list[tuple[int, Tensor]]) -> bool:
-        """Given every batting slot's (slots, k), every bowling slot's and the venue's (k,) standardised
+        """Given every batting slot's (slots, k), every bowling slot's and the match's own (k,) standardised
         rates, each with the place of its first feature among the model's numeric features, keep their
         share of the numeric layer. False (nothing kept) for a numeric layer that cannot be split."""
         if not isinstance(model.numeric, PiecewiseLinearEmbedding):

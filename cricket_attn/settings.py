@@ -106,7 +106,13 @@ def under(prefix: str, settings: Iterable[Setting]) -> tuple[Setting, ...]:
 
 # conf/data (the training data, shared by cricket-attn-train and cricket-attn-baselines).
 DATA: tuple[Setting, ...] = (
-    ("data.sources", "list?", *list_of("str", "a list of Cricsheet zips, folders or match files, or null")),
+    (
+        "data.sources",
+        "list?",
+        *list_of(
+            "str", "a list of Cricsheet zips, folders, match files, embedded, cricsheet:<name> or addresses, or null"
+        ),
+    ),
     ("data.data_dir", "str", *ANY),
     ("data.split", "map", *ANY),
     ("data.split.train_until", "int", *ANY),
@@ -114,6 +120,7 @@ DATA: tuple[Setting, ...] = (
     ("data.split.test", "list", *list_of("int", "a list of seasons", allow_empty=False)),
     ("data.phases", "map", *ANY),
     ("data.min_count", "int", *at_least(1)),
+    ("data.competition_min_count", "int", *at_least(1)),
     ("data.rate_strength", "number", *at_least(0)),
     ("data.season_half_life", "number?", *POSITIVE),
     ("data.batch_size", "int", *at_least(1)),

@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
 TINY_TRAINING = [
     f"data.sources=[{FIXTURES}]",
     "data.min_count=5",
+    "data.competition_min_count=500",
     "data.batch_size=8",
     "model.d_model=8",
     "model.n_heads=2",

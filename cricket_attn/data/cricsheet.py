@@ -15,6 +15,7 @@ from datetime import date
 
 import orjson
 
+from cricket_attn.data.competitions import competition_of
 from cricket_attn.data.sources import MAX_MATCH_BYTES, MatchFile, MatchFileError, too_large
 from cricket_attn.laws import BALLS_PER_OVER, NOT_TEAM_WICKETS, OUTCOME_INDEX
 
@@ -152,6 +153,8 @@ class _Parser:
         by = self.get(outcome, "by", dict, "info.outcome", default={})
         registry = self.get(info, "registry", dict, "info", default={})
         players = self.get(info, "players", dict, "info", default={})
+        team_type = self.get(info, "team_type", str, "info", default=None)
+        event_name = self.get(event, "name", str, "info.event", default=None)
         squads = []
         for team in teams:
             names = self.get(players, team, list, "info.players", default=[])
@@ -164,8 +167,9 @@ class _Parser:
             "season": season,
             "match_type": self.get(info, "match_type", str, "info"),
             "gender": self.get(info, "gender", str, "info", default=None),
-            "team_type": self.get(info, "team_type", str, "info", default=None),
-            "event": self.get(event, "name", str, "info.event", default=None),
+            "team_type": team_type,
+            "event": event_name,
+            "competition": competition_of(event_name, team_type, teams),
             "venue": self.get(info, "venue", str, "info", default=None),
             "city": self.get(info, "city", str, "info", default=None),
             "balls_per_over": balls_per_over,

@@ -10,6 +10,7 @@ import torch
 from cricket_attn.config import project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.data.teacher import teacher_probabilities
 
@@ -50,9 +51,10 @@ class CricketDataModule(pl.LightningDataModule):
         teacher: Mapping | None = None,
         history_balls: int = 0,
         first_innings: bool = False,
+        competition_min_count: int = 5000,
     ):
         super().__init__()
-        self.sources = list(sources) if sources else None
+        self.sources = configured_sources(sources)
         self.data_dir = project_path(data_dir)
         self.phases = PhaseRules.from_config(phases)
         self.split = SeasonSplit.from_config(split)
@@ -62,6 +64,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.season_half_life = season_half_life
         self.teacher = dict(teacher) if teacher else None
         self.history_balls, self.first_innings = history_balls, first_innings
+        self.competition_min_count = competition_min_count
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -84,7 +87,13 @@ class CricketDataModule(pl.LightningDataModule):
         # Players' histories come from every delivery there is: each ball's holds only earlier matches.
         if self.encoder is None:
             self.encoder, train_set = SequenceEncoder.fit_encode(
-                fit_on, self.min_count, self.rate_strength, self.history_balls, deliveries, self.first_innings
+                fit_on,
+                self.min_count,
+                self.rate_strength,
+                self.history_balls,
+                deliveries,
+                self.first_innings,
+                self.competition_min_count,
             )
         else:  # restored from a checkpoint
             if self.encoder.history_balls:

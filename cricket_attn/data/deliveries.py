@@ -19,17 +19,24 @@ import pyarrow as pa
 from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
 from cricket_attn.data.cricsheet import DELIVERY_FIELDS, MatchFileError, ParsedMatch, parse_match
-from cricket_attn.data.sources import MatchFile, default_archive, iter_match_files, sha256_of, source_kind
+from cricket_attn.data.sources import (
+    MatchFile,
+    default_archive,
+    iter_match_files,
+    resolve_source,
+    sha256_of,
+    source_kind,
+)
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.
 COLUMNS = (
-    "match_id", "date", "season", "match_type", "event", "venue", "balls_per_over", "scheduled_overs",
-    "innings", "is_super_over", "batting_team", "bowling_team",
+    "match_id", "date", "season", "match_type", "event", "competition", "team_type", "venue",
+    "balls_per_over", "scheduled_overs", "innings", "is_super_over", "batting_team", "bowling_team",
     "over", "ball_in_over", "delivery_index", "legal_ball_index", "is_legal",
     "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id",
     "runs_batter", "runs_extras", "runs_total",
@@ -38,8 +45,8 @@ COLUMNS = (
     "target_runs", "target_overs", "phase", "outcome",
 )  # fmt: skip
 _CATEGORICAL = (
-    "match_type", "event", "venue", "batting_team", "bowling_team", "batter", "bowler", "non_striker",
-    "batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind",
+    "match_type", "event", "competition", "team_type", "venue", "batting_team", "bowling_team",
+    "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind",
 )  # fmt: skip
 
 
@@ -125,41 +132,41 @@ class Skipped:
 
 @dataclass
 class Ingested:
-    """The deliveries and matches tables, and the files that were skipped."""
+    """The deliveries and matches tables, the files that were skipped, and the copies of a match that
+    were left out because an earlier source held it (pooled sources share match ids: the IPL archive and
+    Cricsheet's T20 zip both hold the IPL)."""
 
     deliveries: pd.DataFrame
     matches: pd.DataFrame
     skipped: list[Skipped] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     key: str = ""  # the cache key (sources' content, phase rules, schema): what MLflow records as the digest
+    duplicates: list[Skipped] = field(default_factory=list)
 
 
 def build_tables(files: Iterable[MatchFile], phases: PhaseRules) -> Ingested:
-    """Parse every match file; bad files are skipped (and listed), never fatal to the good ones."""
+    """Parse every match file; bad files are skipped (and listed), never fatal to the good ones. A match id
+    read a second time is a duplicate: the first copy read is kept, so list the source to keep first."""
     parsed: list[ParsedMatch] = []
     skipped: list[Skipped] = []
+    duplicates: list[Skipped] = []
     seen: dict[str, tuple[str, bytes]] = {}  # match id: the file kept, and its content's digest
     for file in progress.track(files, "reading match files", unit="file"):
+        if file.match_id in seen and file.content is not None:  # not parsed again: the first copy is kept
+            kept, digest = seen[file.match_id]
+            same = "the same content as" if digest == hashlib.sha256(file.raw).digest() else "content different from"
+            reason = f"{file.name}: match {file.match_id}: duplicate match id, {same} {kept}, which was kept"
+            duplicates.append(Skipped(file.name, file.match_id, reason))
+            continue
         try:
             match = parse_match(file)
         except MatchFileError as err:
             skipped.append(Skipped(file.name, file.match_id, str(err)))
             continue
-        if file.match_id in seen:  # the first copy read is kept
-            kept, digest = seen[file.match_id]
-            same = "the same content as" if digest == hashlib.sha256(file.raw).digest() else "content different from"
-            skipped.append(
-                Skipped(
-                    file.name,
-                    file.match_id,
-                    f"{file.name}: match {file.match_id}: duplicate match id, {same} {kept}, which was kept",
-                )
-            )
-            continue
         seen[file.match_id] = (file.name, hashlib.sha256(file.raw).digest())
         parsed.append(match)
     parsed.sort(key=lambda m: (m.info["date"], m.info["match_id"]))
-    return Ingested(_deliveries_table(parsed, phases), _matches_table(parsed), skipped)
+    return Ingested(_deliveries_table(parsed, phases), _matches_table(parsed), skipped, duplicates=duplicates)
 
 
 def _matches_table(parsed: Sequence[ParsedMatch]) -> pd.DataFrame:
@@ -189,7 +196,7 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
     inn = pd.DataFrame([i for m in parsed for i in m.innings]).iloc[innings_pos].reset_index(drop=True)
 
     df = pd.DataFrame(table)
-    for col in ("match_id", "season", "match_type", "event", "venue", "balls_per_over"):
+    for col in ("match_id", "season", "match_type", "event", "competition", "team_type", "venue", "balls_per_over"):
         df[col] = info[col]
     df["scheduled_overs"] = info["scheduled_overs"].astype("Int64")
     df["date"] = pd.to_datetime(info["date"]).astype("datetime64[ms]")  # parquet keeps ms, not s
@@ -227,9 +234,10 @@ def _fingerprint(sources: Sequence[Path], phases: PhaseRules) -> str:
 def load_tables(
     sources: Sequence[str | Path] | None, phases: PhaseRules, data_dir: str | Path = "data", refresh: bool = False
 ) -> Ingested:
-    """The tables for `sources` (None: the embedded IPL archive), from the parquet cache when it is current."""
+    """The tables for `sources` (None: the embedded IPL archive; see `resolve_source` for what a source
+    may be), from the parquet cache when it is current. Where sources share a match id, the first keeps it."""
     data_dir = Path(data_dir)
-    paths = [Path(s) for s in sources] if sources else [default_archive(data_dir)]
+    paths = [resolve_source(s, data_dir) for s in sources] if sources else [default_archive(data_dir)]
     cache = data_dir / "cache"
     key = _fingerprint(paths, phases)
     deliveries_path = cache / f"deliveries-{key}.parquet"
@@ -244,6 +252,7 @@ def load_tables(
                 skipped=[Skipped(**s) for s in record["skipped"]],
                 sources=record["sources"],
                 key=key,
+                duplicates=[Skipped(**s) for s in record["duplicates"]],
             )
         except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as err:  # a damaged cache
             why = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -254,7 +263,8 @@ def load_tables(
     write_parquet(result.matches, matches_path)
     # The record goes last: its presence means the two tables beside it are complete.
     with atomic_path(record_path) as tmp:
-        tmp.write_text(json.dumps({"sources": result.sources, "skipped": [asdict(s) for s in result.skipped]}))
+        listed = {"skipped": result.skipped, "duplicates": result.duplicates}
+        tmp.write_text(json.dumps({"sources": result.sources} | {k: [asdict(s) for s in v] for k, v in listed.items()}))
     return result
 
 
@@ -290,6 +300,12 @@ def summary(result: Ingested) -> str:
         lines += [f"  {name:<7} {counts[name]:>9,}  {share:6.2%}" for name, share in freq.items()]
     lines.append(f"files skipped: {len(result.skipped)}")
     lines += [f"  {s.reason}" for s in result.skipped]
+    if result.duplicates:  # expected when sources overlap: a count, and the first few
+        lines.append(
+            f"duplicates:   {len(result.duplicates):,} match ids already read from an earlier source, left out"
+        )
+        lines += [f"  {s.reason}" for s in result.duplicates[:3]]
+        lines += [f"  ... and {len(result.duplicates) - 3:,} more"] if len(result.duplicates) > 3 else []
     return "\n".join(lines)
 
 

@@ -16,7 +16,32 @@ import torch
 
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets
 
-RATE_COLUMNS = ("batter", "bowler", "venue")  # whose outcome rates the models get
+RATE_COLUMNS = ("batter", "bowler", "venue", "competition")  # whose outcome rates the models get
+OUT_OF_FOLD = ("batter", "bowler", "venue")  # whose rates a training ball gets from other matches only
+PLAYER_ROLES = ("batter", "bowler", "non_striker")
+
+
+def venue_key(venues: pd.Series) -> np.ndarray:
+    """A ground as one key however a file writes it: the name before any comma (Cricsheet adds the city
+    in later files: `Wankhede Stadium, Mumbai`), dots as spaces (`M.Chinnaswamy`), one space between words."""
+    text = venues.astype(str).str.split(",", n=1).str[0].str.replace(".", " ", regex=False)
+    return text.str.split().str.join(" ").to_numpy(dtype=object)
+
+
+def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
+    """Who or what a delivery's `column` is, the same across every league and file: a player by his
+    Cricsheet registry id (two players can share a name; one player's name can change), by name where a
+    file gives no id; a venue by `venue_key`; anything else (a competition, a team type) as written."""
+    if column in PLAYER_ROLES:
+        names = d[column].astype(str).to_numpy(dtype=object)
+        if f"{column}_id" not in d.columns:
+            return names
+        ids = d[f"{column}_id"].astype(object).to_numpy()
+        return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
+    if column == "venue":
+        return venue_key(d["venue"])
+    return d[column].astype(str).to_numpy(dtype=object)
+
 
 # Numeric match-state columns made by `match_state`, in order.
 STATE_COLUMNS = (
@@ -178,16 +203,21 @@ class OutcomeRates:
 
     rate = (counts + strength * prior) / (n + strength); given as log(rate / prior), plus
     log(1 + n) so a model can tell a known player from a newcomer. Keys never seen get the prior.
+    Keyed by `entity_key` (registry ids, venue keys); `by_name` for rates saved before ids were read.
     """
 
     column: str
     strength: float = 200.0
     prior: np.ndarray = field(default=None, repr=False)
     counts: pd.DataFrame = field(default=None, repr=False)
+    by_name: bool = False
+
+    def keys(self, d: pd.DataFrame) -> np.ndarray:
+        return d[self.column].astype(str).to_numpy() if self.by_name else entity_key(d, self.column)
 
     def fit(self, d: pd.DataFrame) -> OutcomeRates:
         codes = d["outcome"].cat.codes.to_numpy()
-        keys = d[self.column].astype(str).to_numpy()
+        keys = self.keys(d)
         table = pd.crosstab(keys, codes).reindex(columns=range(N_OUTCOMES), fill_value=0)
         self.counts = table.astype(np.float64)
         total = table.to_numpy().sum(axis=0)
@@ -195,14 +225,19 @@ class OutcomeRates:
         return self
 
     def transform(self, d: pd.DataFrame) -> np.ndarray:
-        keys = d[self.column].astype(str).to_numpy()
+        keys = self.keys(d)
         counts = self.counts.reindex(keys).fillna(0).to_numpy()
         n = counts.sum(axis=1, keepdims=True)
         rate = (counts + self.strength * self.prior) / (n + self.strength)
         return np.hstack([np.log(rate / self.prior), np.log1p(n)]).astype(np.float32)
 
     def out_of_fold(self, d: pd.DataFrame, n_folds: int = 5, seed: int = 0) -> np.ndarray:
-        """Rates for the rows of `d` from the other folds' matches of `d`, so no row sees its own outcome."""
+        """Rates for the rows of `d` from the other folds' matches of `d`, so no row sees its own outcome.
+        A competition's rates are its fitted ones: its own ball is a negligible share of its thousands, and
+        a rate that moved from fold to fold would be noise the scaled features magnify (one competition
+        is a column of one value)."""
+        if self.column not in OUT_OF_FOLD:
+            return self.transform(d)
         fold = match_folds(d, n_folds, seed)
         out = np.zeros((len(d), N_OUTCOMES + 1), dtype=np.float32)
         for k in range(n_folds):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import PHASES
+from cricket_attn.data.features import entity_key
 from cricket_attn.laws import OUTCOMES
 
 ROLES = ("batter", "bowler")
@@ -22,16 +23,6 @@ ROLES = ("batter", "bowler")
 # (the bowler for a batter's ball, the batter for a bowler's), its phase and season, and its date (days
 # since 1970).
 NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
-
-
-def player_key(d: pd.DataFrame, role: str) -> np.ndarray:
-    """Each delivery's batter or bowler as the history knows him: registry id, else name."""
-    names = d[role].astype(str).to_numpy(dtype=object)
-    column = f"{role}_id"
-    if column not in d.columns:
-        return names
-    ids = d[column].astype(object).to_numpy()
-    return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
 
 
 def days(dates: pd.Series) -> np.ndarray:
@@ -56,21 +47,22 @@ class HistoryStore:
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         d = deliveries[~deliveries["is_super_over"].astype(bool)]
-        codes, uniques = pd.factorize(pd.Series(player_key(d, role)), sort=False)
+        codes, uniques = pd.factorize(pd.Series(entity_key(d, role)), sort=False)
         day = days(d["date"])
         # Chronological within a player: by day, then by the table's own order (innings, delivery).
         order = np.lexsort((np.arange(len(d)), day, codes))
         opponent = ROLES[1 - ROLES.index(role)]
         tokens = {
             "outcome": pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes[order].astype(np.int64),
-            "opponent": d[opponent].astype(str).to_numpy(dtype=object)[order],
+            "opponent": entity_key(d, opponent)[order],
+            "opponent_name": d[opponent].astype(str).to_numpy(dtype=object)[order],  # for encoders keyed by name
             "phase": pd.Categorical(d["phase"].astype(object), PHASES).codes[order].astype(np.int64),
             "season": d["season"].to_numpy(dtype=np.int64)[order],
             "day": day[order],
         }
         keys = codes[order].astype(np.int64) * (1 << 20) + day[order]
         latest = (
-            pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": player_key(d, role), "day": day})
+            pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": entity_key(d, role), "day": day})
             .sort_values("day", kind="stable")
             .drop_duplicates("name", keep="last")
         )
@@ -106,7 +98,7 @@ def sequence_histories(
     its sequence's list; `index` (len(listed), k) their histories as of the match's date
     (`HistoryStore.before`). Histories are per sequence and player: they do not change within a match."""
     sequence = d.groupby(list(keys), sort=False, observed=True).ngroup().to_numpy()
-    pairs = pd.DataFrame({"sequence": sequence, "player": player_key(d, store.role), "day": days(d["date"])})
+    pairs = pd.DataFrame({"sequence": sequence, "player": entity_key(d, store.role), "day": days(d["date"])})
     listed = pairs.drop_duplicates(["sequence", "player"]).reset_index(drop=True)
     listed["slot"] = listed.groupby("sequence").cumcount()
     slot = pairs.merge(listed[["sequence", "player", "slot"]], on=["sequence", "player"], how="left")["slot"]

@@ -8,7 +8,7 @@ import time
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables, summary, write_parquet
-from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
+from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, configured_sources, os_reason, what_is_in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(cfg.phases)
     data_dir = project_path(args.data_dir or cfg.data_dir)
-    sources = args.sources or (list(cfg.sources) if cfg.sources else None)
+    sources = args.sources or configured_sources(cfg.sources)
     start = time.perf_counter()
     try:
         result = load_tables(sources, phases, data_dir=data_dir, refresh=args.refresh)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, match_state
+from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, entity_key, match_state
 from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 
@@ -41,11 +41,11 @@ class Vocab:
 
     @classmethod
     def fit(cls, values: pd.Series, min_count: int) -> Vocab:
-        counts = Counter(values.astype(str))
+        counts = Counter(values.astype(object).fillna(UNK).astype(str))
         return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count and k != UNK))
 
     def encode(self, values: pd.Series) -> np.ndarray:
-        return values.astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
+        return values.astype(object).fillna(UNK).astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -56,6 +56,10 @@ class SequenceEncoder:
     """Everything fitted on the training split that turns deliveries into model inputs.
 
     Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
+    Players are known by registry id and venues by `venue_key` (`entity_key`), the same in every league;
+    `names` gives each role's names to their keys, for a side listed by name (the one who played last);
+    `competitions` and `team_types` name what the model embeds of the match (None before the league step,
+    and `keyed_by` "name" for encoders saved before ids were read: both load and encode as they did).
     """
 
     batters: Vocab
@@ -74,10 +78,25 @@ class SequenceEncoder:
     histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
     # Each store's opponents as ids in the other role's vocabulary, encoded once when attached.
     history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    competitions: Vocab | None = None
+    team_types: Vocab | None = None
+    keyed_by: str = "registry"
+    names: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0) -> SequenceEncoder:
         return cls.fit_encode(train, min_count, rate_strength)[0]
+
+    def key(self, d: pd.DataFrame, column: str) -> pd.Series:
+        """Each delivery's `column` as this encoder's vocabularies and rates know it (`entity_key`)."""
+        keys = d[column].astype(str).to_numpy(dtype=object) if self.keyed_by == "name" else entity_key(d, column)
+        return pd.Series(keys, index=d.index, dtype=object)
+
+    def player_keys(self, role: str, names: list[str]) -> list[str]:
+        """Players named by name only (a side as a simulated match lists it) as keys: the key of the player
+        of that name who played last in the training seasons; a name never seen stays itself (unknown)."""
+        known = self.names.get(role, {})
+        return [known.get(name, name) for name in names]
 
     @classmethod
     def fit_encode(
@@ -88,17 +107,22 @@ class SequenceEncoder:
         history_balls: int = 0,
         known: pd.DataFrame | None = None,
         first_innings: bool = False,
+        competition_min_count: int = 5000,
     ) -> tuple[SequenceEncoder, BallSequences]:
         """Fit on the training deliveries and encode them (out of fold), computing their features once.
+        A competition with fewer than `competition_min_count` training deliveries shares the unknown's.
         With `history_balls`, players' histories come from `known` (every delivery there is: a history
         only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
         if history_balls < 0:
             raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
         train = train[~train["is_super_over"].astype(bool)]
         enc = cls(
-            batters=Vocab.fit(train["batter"], min_count),
-            bowlers=Vocab.fit(train["bowler"], min_count),
-            venues=Vocab.fit(train["venue"], min_count),
+            batters=Vocab.fit(pd.Series(entity_key(train, "batter")), min_count),
+            bowlers=Vocab.fit(pd.Series(entity_key(train, "bowler")), min_count),
+            venues=Vocab.fit(pd.Series(entity_key(train, "venue")), min_count),
+            competitions=Vocab.fit(train["competition"], competition_min_count),
+            team_types=Vocab.fit(train["team_type"], 1),
+            names={role: latest_keys(train, role) for role in ("batter", "bowler")},
             rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0),
             std=np.ones(0),
@@ -112,7 +136,10 @@ class SequenceEncoder:
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
         enc.mean = numeric.mean(axis=0)
-        enc.std = numeric.std(axis=0) + 1e-6
+        std = numeric.std(axis=0)
+        # A feature of one value in training (one competition's rates) stays unscaled: divided by its
+        # spread of 0 + 1e-6, another competition's value would be a million times larger than any seen.
+        enc.std = np.where(std < 1e-4, 1.0, std + 1e-6)
         levels = np.linspace(0, 1, QUANTILE_STEPS + 1)
         enc.quantiles = np.quantile((numeric - enc.mean) / enc.std, levels, axis=0).T.astype(np.float32)
         return enc, enc._sequences(train, state, numeric)
@@ -132,8 +159,9 @@ class SequenceEncoder:
         """Build the players' histories the encoder reads from the deliveries `known`."""
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
         vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
+        opponent = "opponent_name" if self.keyed_by == "name" else "opponent"
         self.history_opponents = {
-            role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
+            role: vocab[role].encode(pd.Series(store.tokens[opponent], dtype=object))
             for role, store in self.histories.items()
         }
 
@@ -211,9 +239,9 @@ class SequenceEncoder:
             "outcome": d["outcome"].cat.codes.to_numpy().astype(np.int64),
             "prev_outcome": prev,
             "innings_marker": chase.astype(np.int64),
-            "batter": self.batters.encode(d["batter"]),
-            "bowler": self.bowlers.encode(d["bowler"]),
-            "venue": self.venues.encode(d["venue"]),
+            "batter": self.batters.encode(self.key(d, "batter")),
+            "bowler": self.bowlers.encode(self.key(d, "bowler")),
+            "venue": self.venues.encode(self.key(d, "venue")),
             "legal_ball_index": d["legal_ball_index"].to_numpy(dtype=np.int64),
             "ball_in_over": d["ball_in_over"].to_numpy(dtype=np.int64),
             "over": d["over"].to_numpy(dtype=np.int64),
@@ -222,6 +250,9 @@ class SequenceEncoder:
             "bowler_balls": state["bowler_balls_before"].to_numpy().astype(np.int64),
             "row": d.index.to_numpy(dtype=np.int64),
         }
+        if self.competitions is not None:
+            per_ball["competition"] = self.competitions.encode(d["competition"])
+            per_ball["team_type"] = self.team_types.encode(d["team_type"])
         seq_id = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
         per_sequence = {}
         if self.history_balls:
@@ -277,6 +308,10 @@ class SequenceEncoder:
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
             "history_balls": self.history_balls,
             "first_innings": self.first_innings,
+            "competitions": None if self.competitions is None else self.competitions.tokens,
+            "team_types": None if self.team_types is None else self.team_types.tokens,
+            "keyed_by": self.keyed_by,
+            "names": self.names,
         }
 
     @classmethod
@@ -295,6 +330,7 @@ class SequenceEncoder:
                 r["strength"],
                 np.asarray(r["prior"]),
                 pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))),
+                by_name=d.get("keyed_by", "name") == "name",
             )
         return cls(
             Vocab(d["batters"]),
@@ -308,6 +344,10 @@ class SequenceEncoder:
             None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
             d.get("history_balls", 0),
             d.get("first_innings", False),
+            competitions=None if d.get("competitions") is None else Vocab(d["competitions"]),
+            team_types=None if d.get("team_types") is None else Vocab(d["team_types"]),
+            keyed_by=d.get("keyed_by", "name"),
+            names=d.get("names", {}),
         )
 
     def model_dims(self) -> dict:
@@ -317,11 +357,20 @@ class SequenceEncoder:
             "n_batters": len(self.batters),
             "n_bowlers": len(self.bowlers),
             "n_venues": len(self.venues),
+            "n_competitions": 0 if self.competitions is None else len(self.competitions),
+            "n_team_types": 0 if self.team_types is None else len(self.team_types),
             "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
             "history_balls": self.history_balls,
             "history_age_buckets": HISTORY_AGE_BUCKETS,
             "first_innings": self.first_innings,
         }
+
+
+def latest_keys(d: pd.DataFrame, role: str) -> dict[str, str]:
+    """Each name of `role` in `d` to the key of the player of that name who played last."""
+    named = pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": entity_key(d, role)})
+    named = named.drop_duplicates("name", keep="last")  # the table is in date order
+    return dict(zip(named["name"], named["key"].astype(str)))
 
 
 class BallSequences(torch.utils.data.Dataset):

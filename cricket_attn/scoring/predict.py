@@ -31,7 +31,7 @@ from cricket_attn.scoring.cli import (
     nothing_found,
     run_command,
     scoring_parser,
-    unknown_players,
+    unknown_to,
     write_table,
 )
 from cricket_attn.scoring.recent import since_training, with_offsets
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> ScoringSummary:
         out["expected_runs"] = out[list(PROB_COLUMNS)].to_numpy() @ OUTCOME_RUNS
     summary.skipped += left_out
     write_table(out, args.out)
-    summary.unknown_batters, summary.unknown_bowlers = unknown_players(trained.encoder, tables.deliveries)
+    summary.unknown = unknown_to(trained.encoder, tables.deliveries)
     summary.matches = int(out["match_id"].nunique())
     summary.next_balls = int(out["outcome"].isna().sum())
     summary.deliveries = len(out) - summary.next_balls

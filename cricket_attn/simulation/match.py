@@ -120,6 +120,8 @@ def chase_setup(
         balls,
         chase=True,
         date=first.date,
+        competition=first.competition,
+        team_type=first.team_type,
     )
 
 

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
                 )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
-    summary.unknown_batters, summary.unknown_bowlers = cli.unknown_players(trained.encoder, tables.deliveries)
+    summary.unknown = cli.unknown_to(trained.encoder, tables.deliveries)
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     return summary

@@ -95,6 +95,8 @@ class InningsSetup:
     balls: int  # legal balls the innings may last (a reduced chase: its target overs)
     chase: bool  # the second innings, chasing a target
     date: pd.Timestamp | None = None  # the match's: players' histories are as of it (for a model reading them)
+    competition: str = ""  # the match's competition and team type ("": unknown to any model)
+    team_type: str = ""
 
     @classmethod
     def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
@@ -113,6 +115,8 @@ class InningsSetup:
             balls=int(innings_balls(d.iloc[:1])[0]),
             chase=bool(pd.notna(first["target_runs"])),
             date=pd.Timestamp(first["date"]),
+            competition=str(first["competition"]) if "competition" in d and pd.notna(first["competition"]) else "",
+            team_type=str(first["team_type"]) if "team_type" in d and pd.notna(first["team_type"]) else "",
         )
 
 
@@ -153,19 +157,31 @@ class InningsState:
         self.setup, self.encoder, self.n = setup, encoder, n
         # Fixed for the innings: each slot's ids and rates, the venue's, and the phase of every (over, ball).
         bat, bowl = side_slots(setup.batting), side_slots(setup.bowling)
-        self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat, dtype=object)))
-        self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl, dtype=object)))
+        # The sides are listed by name: as keys, they are the players of those names the encoder knows.
+        bat_keys, bowl_keys = encoder.player_keys("batter", bat), encoder.player_keys("bowler", bowl)
+        self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat_keys, dtype=object)))
+        self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl_keys, dtype=object)))
         rates = encoder.rates
         self.batter_rates = torch.as_tensor(
-            rates["batter"].transform(pd.DataFrame({"batter": bat})), dtype=torch.float64
+            rates["batter"].transform(pd.DataFrame({"batter": bat_keys})), dtype=torch.float64
         )
         self.bowler_rates = torch.as_tensor(
-            rates["bowler"].transform(pd.DataFrame({"bowler": bowl})), dtype=torch.float64
+            rates["bowler"].transform(pd.DataFrame({"bowler": bowl_keys})), dtype=torch.float64
         )
-        self.venue_rates = torch.as_tensor(
-            rates["venue"].transform(pd.DataFrame({"venue": [setup.venue]}))[0], dtype=torch.float64
+        match = pd.DataFrame({"venue": [setup.venue], "competition": [setup.competition]})
+        # The match's own rates (the venue's, the competition's), the same for every ball, in the encoder's order.
+        self.match_rates = {
+            column: torch.as_tensor(rates[column].transform(match)[0], dtype=torch.float64)
+            for column in rates
+            if column not in ("batter", "bowler")
+        }
+        self.venue_id = int(encoder.venues.encode(encoder.key(match, "venue"))[0])
+        kinds = encoder.competitions, encoder.team_types
+        self.competition_id, self.team_type_id = (
+            (None, None)
+            if kinds[0] is None
+            else (int(kinds[0].encode(match["competition"])[0]), int(kinds[1].encode(pd.Series([setup.team_type]))[0]))
         )
-        self.venue_id = int(encoder.venues.encode(pd.Series([setup.venue]))[0])
         self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
         self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
         self.phase_table = _phase_table(phases, setup)  # (overs, balls + 1)
@@ -226,18 +242,19 @@ class InningsState:
                 columns,
                 self.batter_rates[self.striker],
                 self.bowler_rates[self.bowler],
-                self.venue_rates.expand(self.n, -1),
+                *(part.expand(self.n, -1) for part in self.match_rates.values()),
             ],
             dim=1,
         ).float()
         return (x - self.mean) / self.std
 
     def rates(self) -> list[tuple[int, torch.Tensor]]:
-        """Every batting slot's, every bowling slot's and the venue's rates, standardised as `numeric` does,
-        each with the place of its first feature among the numeric features: (batting slots, k), (bowling
-        slots, k), (k,)."""
+        """Every batting slot's, every bowling slot's and the match's own rates (the venue's, the
+        competition's), standardised as `numeric` does, each with the place of its first feature among the
+        numeric features: (batting slots, k), (bowling slots, k), then (k,) each."""
         out = []
-        for column, part in (("batter", self.batter_rates), ("bowler", self.bowler_rates), ("venue", self.venue_rates)):
+        parts = {"batter": self.batter_rates, "bowler": self.bowler_rates, **self.match_rates}
+        for column, part in parts.items():
             start = self.encoder.rate_start(column)
             at = slice(start, start + part.size(-1))
             out.append((start, (part.float() - self.mean[at]) / self.std[at]))
@@ -256,6 +273,11 @@ class InningsState:
             "batter": self.batter_ids[self.striker],
             "bowler": self.bowler_ids[self.bowler],
             "venue": full(self.venue_id),
+            **(
+                {}
+                if self.competition_id is None
+                else {"competition": full(self.competition_id), "team_type": full(self.team_type_id)}
+            ),
             "legal_ball_index": self.legal,
             "ball_in_over": self.legal_in_over + 1,
             "over": self.over,

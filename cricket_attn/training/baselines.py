@@ -31,6 +31,7 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import TabularFeatures
+from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import (
@@ -138,7 +139,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         if ref_run
         else "no transformer run in this store (the table will have no paired column)",
     )
-    tables = load_tables(list(data.sources) if data.sources else None, phases, project_path(data.data_dir))
+    tables = load_tables(configured_sources(data.sources), phases, project_path(data.data_dir))
     d = tables.deliveries
     d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
     labels = split.label(d["season"])

@@ -34,7 +34,7 @@ from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import QUANTILE_STEPS
-from cricket_attn.data.sources import SourceError
+from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
 from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
@@ -405,9 +405,7 @@ def preflight(cfg: DictConfig) -> None:
     if cfg.get("logger"):
         tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
     try:
-        tables = load_tables(
-            list(cfg.data.sources) if cfg.data.sources else None, phases, project_path(cfg.data.data_dir)
-        )
+        tables = load_tables(configured_sources(cfg.data.sources), phases, project_path(cfg.data.data_dir))
     except SourceError as err:
         raise ConfigError(f"data.sources: {err}") from None
     if tables.deliveries.empty:

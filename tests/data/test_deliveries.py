@@ -105,14 +105,15 @@ def test_bad_files_are_skipped_and_good_ones_kept(phases, tmp_path):
     assert "truncated.json: match truncated: field (file): invalid JSON" in reasons[1]
 
 
-def test_duplicate_match_is_skipped_saying_which_copy_was_kept(phases):
+def test_duplicate_match_is_left_out_saying_which_copy_was_kept(phases):
     from cricket_attn.data.sources import MatchFile
 
     f = match_file("1082591")
     other = MatchFile("mirror/1082591.json", "1082591", f.raw.replace(b'"DA Warner"', b'"D Warner"'))
     result = build_tables([f, MatchFile("copy/1082591.json", "1082591", f.raw), other], phases)
     assert len(result.matches) == 1 and (result.deliveries["batter"] == "DA Warner").any()
-    same, different = (s.reason for s in result.skipped)
+    assert not result.skipped  # a match two sources hold is not a bad file (--strict passes)
+    same, different = (s.reason for s in result.duplicates)
     assert same == f"copy/1082591.json: match 1082591: duplicate match id, the same content as {f.name}, which was kept"
     assert different.startswith("mirror/1082591.json: match 1082591: duplicate match id, content different from ")
 

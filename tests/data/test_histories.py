@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, player_key, sequence_histories
+from cricket_attn.data.features import entity_key
+from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
 
 
 def brute_force(deliveries, role: str, player: str, day: int, k: int):
     """The player's last k balls in the role before `day`, by plain pandas: (day, outcome) pairs."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
-    mine = d[(player_key(d, role) == player) & (days(d["date"]) < day)]
+    mine = d[(entity_key(d, role) == player) & (days(d["date"]) < day)]
     return list(zip(days(mine["date"])[-k:], mine["outcome"].cat.codes.to_numpy()[-k:]))
 
 
@@ -20,7 +21,7 @@ def test_history_is_the_last_k_balls_of_earlier_days(deliveries, role):
     store = HistoryStore.build(deliveries, role)
     assert len(store) == int((~deliveries["is_super_over"].astype(bool)).sum())
     last = deliveries[deliveries["date"] == deliveries["date"].max()]
-    players = list(dict.fromkeys(player_key(last, role)))
+    players = list(dict.fromkeys(entity_key(last, role)))
     day = days(last["date"])[0]
     k = 40
     index = store.before(np.array(players, dtype=object), np.full(len(players), day), k)
@@ -58,12 +59,12 @@ def test_sequence_histories_give_each_ball_its_players_slot(deliveries):
     assert len(slot) == len(regular) and index.shape == (len(listed), 16)
     innings = regular["innings"].to_numpy()
     for inn in np.unique(innings):
-        bowlers = list(dict.fromkeys(player_key(regular[innings == inn], "bowler")))
+        bowlers = list(dict.fromkeys(entity_key(regular[innings == inn], "bowler")))
         mine = listed[listed["sequence"] == listed["sequence"].unique()[inn - 1]]
         assert list(mine["player"]) == bowlers
         assert list(mine["slot"]) == list(range(len(bowlers)))
     # Every ball's slot points at its own bowler.
-    keys = player_key(regular, "bowler")
+    keys = entity_key(regular, "bowler")
     ngroup = regular.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
     lookup = {(r.sequence, r.slot): r.player for r in listed.itertuples()}
     assert all(lookup[(g, s)] == k for g, s, k in zip(ngroup, slot, keys))

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.data.features import entity_key
 from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder, Vocab
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.laws import START_OF_INNINGS
@@ -44,13 +45,16 @@ def test_positions_line_up_with_deliveries(encoder, parts):
 
 
 def test_vocabularies_come_from_training_seasons_only(encoder, parts):
-    train_batters = set(parts["train"]["batter"].astype(str))
+    """Players are known by registry id, from the training seasons only; a debutant is the unknown."""
+    train_batters = set(entity_key(parts["train"], "batter"))
     assert set(encoder.batters.tokens[1:]) <= train_batters and encoder.batters.tokens[0] == UNK
-    test_only = set(parts["test"]["batter"].astype(str)) - train_batters
+    assert set(encoder.batters.tokens[1:]) <= set(parts["train"]["batter_id"].astype(str))
+    test_keys = entity_key(parts["test"], "batter")
+    test_only = set(test_keys) - train_batters
     assert test_only  # 2025-2026 debutants exist in the fixtures
-    name = sorted(test_only)[0]
+    key = sorted(test_only)[0]
     seqs = encoder.encode(parts["test"])
-    rows = parts["test"].index[parts["test"]["batter"].astype(str) == name]
+    rows = parts["test"].index[test_keys == key]
     flat_rows, flat_batter = seqs.tensors["row"].flatten(), seqs.tensors["batter"].flatten()
     assert (flat_batter[torch.isin(flat_rows, torch.as_tensor(rows))] == 0).all()
 
@@ -146,7 +150,7 @@ def test_bucket_sampler_shards_batches_across_data_parallel_processes():
 def test_players_histories_in_the_batches(deliveries, parts):
     """With history_balls, each sequence carries its players' histories and each ball its player's slot;
     the histories of earlier matches never change when later matches are added to the known deliveries."""
-    from cricket_attn.data.histories import player_key
+    from cricket_attn.data.features import entity_key
 
     enc, train = SequenceEncoder.fit_encode(parts["train"], min_count=5, history_balls=8, known=deliveries)
     assert SequenceEncoder.from_dict(enc.to_dict()).history_balls == 8 and enc.model_dims()["history_balls"] == 8
@@ -160,7 +164,7 @@ def test_players_histories_in_the_batches(deliveries, parts):
     ).all()
     # Balls with the same batter in a sequence share his slot; different batters have different slots.
     names = parts["test"][~parts["test"]["is_super_over"].astype(bool)]
-    key = player_key(names, "batter")
+    key = entity_key(names, "batter")
     rows = batch["row"][real].numpy()
     pairs = set(zip(batch["batter_slot"][real].tolist(), key[rows], np.nonzero(real.numpy())[0]))
     assert len({(s, seq) for s, _, seq in pairs}) == len({(k, seq) for _, k, seq in pairs})
@@ -194,7 +198,7 @@ def test_the_chase_carries_its_first_innings(deliveries, parts):
             n = len(one)
             assert first[:n, 0].tolist() == one["outcome"].cat.codes.tolist() and (first[n:, 0] == -1).all()
             assert first[:n, 3].tolist() == one["over"].tolist()
-            assert first[:n, 1].tolist() == enc.batters.encode(one["batter"]).tolist()
+            assert first[:n, 1].tolist() == enc.batters.encode(enc.key(one, "batter")).tolist()
         else:
             assert (first[:, 0] == -1).all()
     assert (batch["first_innings_slot"] == 0).all()
@@ -209,9 +213,10 @@ def test_a_player_named_like_the_old_unknown_token_is_a_player_of_his_own(phases
 
     renamed = match_file("1082591").raw.replace(b'"MC Henriques"', b'"<unk>"')  # 37 balls faced there alone
     train = build_tables([MatchFile("1082591.json", "1082591", renamed)], phases).deliveries
-    batters = SequenceEncoder.fit(train, min_count=5).batters
-    assert batters.tokens.count("<unk>") == 1 and batters.tokens[0] == UNK != "<unk>"
-    own, unknown, new = batters.encode(pd.Series(["<unk>", UNK, "A New Batter"]))
+    enc = SequenceEncoder.fit(train, min_count=5)
+    batters = enc.batters
+    assert batters.tokens[0] == UNK and enc.names["batter"]["<unk>"] == "32198ae0"  # his registry id
+    own, unknown, new = batters.encode(pd.Series(enc.player_keys("batter", ["<unk>", UNK, "A New Batter"])))
     assert own > 0 and unknown == 0 and new == 0
     old = Vocab(["<unk>", "S Dhawan"])  # as saved before: slot 0 is the unknown, whatever its name
     assert old.encode(pd.Series(["<unk>", UNK, "S Dhawan"])).tolist() == [0, 0, 1]

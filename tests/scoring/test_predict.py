@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from cricket_attn.data.deliveries import plain_types
+from cricket_attn.data.features import entity_key
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, parse_args, run
 from cricket_attn.scoring.serving import load_trained
@@ -92,18 +93,23 @@ def test_next_ball_at_the_start_of_an_over_has_an_unknown_bowler(checkpoint, tmp
     assert nxt["batter"].item() == real["batter"]
 
 
-def test_unknown_players_are_counted_not_errors(predicted, checkpoint, deliveries):
+def test_unknown_players_venues_and_competitions_are_counted_not_errors(predicted, checkpoint, deliveries):
     summary, frame = predicted["summary"], predicted["frame"]
-    assert "A New Batter" in summary.unknown_batters and (frame["batter"] == "A New Batter").any()
-    # Batters and bowlers are counted against their own vocabularies: a bowler with his own embedding
-    # who has batted too little for one is an unknown batter.
+    assert "A New Batter" in summary.unknown["batters"] and (frame["batter"] == "A New Batter").any()
+    # Batters and bowlers are counted against their own vocabularies (by registry id), named by name: a
+    # bowler with his own embedding who has batted too little for one is an unknown batter.
     encoder = load_trained(checkpoint).encoder
-    batters, bowlers = set(encoder.batters.tokens), set(encoder.bowlers.tokens)
     regular = deliveries[~deliveries["is_super_over"]]
-    assert set(summary.unknown_batters) == (set(regular["batter"].astype(str)) - batters) | {"A New Batter"}
-    assert set(summary.unknown_bowlers) == set(regular["bowler"].astype(str)) - bowlers
-    assert set(summary.unknown_batters) & bowlers  # the case the old, shared count missed
-    assert "batters unknown to the model" in str(summary)
+    batter_keys = pd.Series(entity_key(regular, "batter"))
+    unknown = set(regular["batter"].astype(str)[~batter_keys.isin(encoder.batters.tokens[1:]).to_numpy()])
+    assert set(summary.unknown["batters"]) == unknown | {"A New Batter"}
+    bowler_keys = pd.Series(entity_key(regular, "bowler"))
+    unknown = set(regular["bowler"].astype(str)[~bowler_keys.isin(encoder.bowlers.tokens[1:]).to_numpy()])
+    assert set(summary.unknown["bowlers"]) == unknown
+    known_bowlers = set(regular["bowler"].astype(str)) - unknown
+    assert set(summary.unknown["batters"]) & known_bowlers  # the case the old, shared count missed
+    assert summary.unknown["competitions"] == [] and "venues" in summary.unknown
+    assert "batters unknown to the model" in str(summary) and "competitions unknown to the model: 0" in str(summary)
 
 
 def test_probabilities_equal_the_evaluation_route(predicted, checkpoint, deliveries):
@@ -416,14 +422,13 @@ def renamed_match(phases, names: dict[str, str]) -> pd.DataFrame:
 
 
 def test_a_player_named_like_the_old_unknown_token_is_an_unknown_player_to_a_model_without_him(deliveries, phases):
-    from types import SimpleNamespace
+    from cricket_attn.data.sequences import SequenceEncoder
+    from cricket_attn.scoring.cli import unknown_to
 
-    from cricket_attn.data.sequences import Vocab
-    from cricket_attn.scoring.cli import unknown_players
-
-    encoder = SimpleNamespace(**{role: Vocab.fit(deliveries[role[:-1]], 5) for role in ("batters", "bowlers")})
-    batters, bowlers = unknown_players(encoder, renamed_match(phases, {"MC Henriques": "<unk>"}))
-    assert "<unk>" in batters and "<unk>" in bowlers
+    encoder = SequenceEncoder.fit(deliveries, min_count=5)
+    # Renamed, and under a registry id no file has: a player the model has never seen.
+    unknown = unknown_to(encoder, renamed_match(phases, {"MC Henriques": "<unk>", "32198ae0": "00000000"}))
+    assert "<unk>" in unknown["batters"] and "<unk>" in unknown["bowlers"]
 
 
 def test_formula_like_names_are_defused_in_csv_and_kept_in_parquet(tmp_path, phases):
