@@ -33,6 +33,21 @@ def quota_overs(match_type: str, balls: int, balls_per_over: int) -> int:
     return math.ceil(math.ceil(balls / balls_per_over) / 5)
 
 
+# Sets of five balls (The Hundred) follow other laws than overs: a bowler may bowl two sets in a row and
+# the ends change every ten balls. The simulator plays overs only; predict scores these matches' balls.
+SETS_OF_FIVE = 5
+
+
+def not_simulated(deliveries: pd.DataFrame) -> dict[str, str]:
+    """The matches the simulator does not play, each with the reason, naming the match."""
+    sets = deliveries.loc[deliveries["balls_per_over"] == SETS_OF_FIVE, "match_id"].astype(str).unique()
+    return {
+        m: f"match {m}: sets of five balls (The Hundred: a bowler may bowl ten in a row, the ends change every "
+        "ten balls) are not simulated; cricket-attn-predict scores its balls"
+        for m in sets
+    }
+
+
 @dataclass
 class BowlingUsage:
     """Every over of the known matches: its side, match, date, over number and bowler."""

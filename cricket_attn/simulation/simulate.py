@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -37,6 +37,7 @@ from cricket_attn.simulation.match import (
 )
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import SPREAD, Simulator
+from cricket_attn.simulation.rules import not_simulated
 
 
 @dataclass
@@ -143,6 +144,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if tables.deliveries.empty:
         raise ValueError(f"nothing to simulate in {', '.join(args.sources)}: {cli.nothing_found(args.sources, tables)}")
     tables, refused = trained.playable(tables, scheduled=True)  # before any tensor is built
+    sets = not_simulated(tables.deliveries)
+    tables = replace(tables, deliveries=tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(sets)])
+    refused += list(sets.values())
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")

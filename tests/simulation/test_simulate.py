@@ -153,6 +153,20 @@ def test_a_format_without_a_known_quota_is_skipped_and_named(checkpoint, tmp_pat
     assert any("1527675" in s and "match_type 'Test'" in s for s in summary.skipped)
 
 
+def test_the_hundred_is_named_and_not_simulated_and_a_t20i_is(checkpoint, tmp_path):
+    """Sets of five balls follow other laws (ten balls in a row for a bowler, ends every ten balls): The
+    Hundred's match is named and left out; a T20 international, a competition the model never saw, is played."""
+    leagues = FIXTURES.parent / "cricsheet_t20"
+    for name in ("1417822", "1479576"):
+        shutil.copy(leagues / f"{name}.json", tmp_path / f"{name}.json")
+    summary = run(args(checkpoint, tmp_path / "out.parquet", tmp_path / "1417822.json", tmp_path / "1479576.json"))
+    assert summary.matches == 1 and summary.unknown["competitions"] == ["T20I between full members"]
+    (reason,) = summary.skipped
+    assert reason.startswith("match 1417822: sets of five balls (The Hundred") and "cricket-attn-predict" in reason
+    projected = pd.read_parquet(tmp_path / "out.parquet")
+    assert set(projected["match_id"].astype(str)) == {"1479576"}
+
+
 def test_next_over_bowlers_and_next_batters_are_printed_for_a_live_match(checkpoint, tmp_path, capsys):
     live = live_copy(tmp_path)
     assert (

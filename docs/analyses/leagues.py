@@ -1,0 +1,97 @@
+"""The pooled model against the IPL-only model and the pooled trees, by competition: issue 32's tables.
+
+Each input is a scored table (`cricket-attn-predict` output, or a run's `evaluation/scored_test.parquet`):
+one row per delivery with `match_id`, `innings`, `delivery_index`, `outcome` and the `p_*` columns. The
+first is the model under study; every other is paired with it on the balls both scored, by match, with a
+95% interval from resampling whole matches (difference = other - pooled: above zero, the pooled model is
+better).
+
+    python docs/analyses/leagues.py --pooled pooled.parquet --against ipl_only=ipl.parquet \
+        --against pooled_trees=trees.parquet --data t20
+
+Tables printed (markdown): the IPL 2025-2026 balls; then each competition with at least `--min-matches`
+matches among the scored balls (the rest together as "other competitions"): log loss and ECE of each model,
+the paired differences, and the pooled model's predicted against observed wickets, fours and sixes
+(relative error: predicted / observed - 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.sources import configured_sources
+from cricket_attn.metrics import markdown_table, match_bootstrap, paired_losses, score
+
+IPL = "Indian Premier League"
+RATES = {"wickets": "wicket", "fours": "4", "sixes": "6"}
+
+
+def competition_of_matches(data: str) -> pd.Series:
+    """match_id -> competition, from the data config's tables (its parquet cache)."""
+    cfg = load_data_config(data)
+    tables = load_tables(
+        configured_sources(cfg.sources), PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)
+    )
+    return tables.matches.set_index(tables.matches["match_id"].astype(str))["competition"]
+
+
+def group_rows(name: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame]) -> dict:
+    row = {"competition": name, "matches": pooled["match_id"].nunique(), "balls": len(pooled)}
+    scored = score(pooled)
+    row["pooled log loss"], row["pooled ECE"] = scored["log_loss"], scored["ece"]
+    for label, other in others.items():
+        mine = other[other["match_id"].isin(set(pooled["match_id"]))]
+        if mine.empty:
+            continue
+        theirs = score(mine)
+        row[f"{label} log loss"], row[f"{label} ECE"] = theirs["log_loss"], theirs["ece"]
+        paired = paired_losses(mine, pooled)  # other - pooled, per ball
+        boot = match_bootstrap(paired["diff"].to_numpy(), paired["match_id"])
+        row[f"{label} - pooled [95% CI]"] = f"{boot['diff']:+.4f} [{boot['ci_low']:+.4f}, {boot['ci_high']:+.4f}]"
+    for what, outcome in RATES.items():
+        observed = (pooled["outcome"].astype(str) == outcome).sum()
+        predicted = pooled[f"p_{outcome}"].sum()
+        row[f"{what} pred/obs - 1"] = f"{predicted / observed - 1:+.1%}" if observed else "n/a"
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pooled", required=True, help="the pooled model's scored table")
+    parser.add_argument("--against", action="append", default=[], metavar="LABEL=FILE", help="a model to pair")
+    parser.add_argument("--data", default="t20", help="the data config whose tables name the competitions")
+    parser.add_argument("--min-matches", type=int, default=20)
+    parser.add_argument("--season", type=int, action="append", help="only these seasons (default: all scored)")
+    args = parser.parse_args()
+
+    competition = competition_of_matches(args.data)
+    read = lambda path: pd.read_parquet(path).astype({"match_id": str})
+    pooled = read(args.pooled)
+    if args.season:
+        pooled = pooled[pooled["season"].isin(args.season)]
+    pooled["competition"] = pooled["match_id"].map(competition)
+    others = dict(spec.split("=", 1) for spec in args.against)
+    others = {label: read(path) for label, path in others.items()}
+
+    ipl = pooled[pooled["competition"] == IPL]
+    seasons = f"{ipl['season'].min()}-{ipl['season'].max()}"
+    print(f"## IPL ({seasons}): {ipl['match_id'].nunique()} matches, {len(ipl):,} balls\n")
+    print(markdown_table(pd.DataFrame([group_rows(IPL, ipl, others)]).T.reset_index()), "\n")
+
+    counts = pooled.groupby("competition")["match_id"].nunique()
+    big = counts[counts >= args.min_matches].sort_values(ascending=False).index
+    rows = [group_rows(name, pooled[pooled["competition"] == name], others) for name in big]
+    rest = pooled[~pooled["competition"].isin(big)]
+    if len(rest):
+        rows.append(group_rows(f"other competitions ({rest['competition'].nunique()})", rest, others))
+    rows.append(group_rows("all", pooled, others))
+    print(f"## By competition ({args.min_matches}+ matches)\n")
+    print(markdown_table(pd.DataFrame(rows)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Every men's T20 league in one table: competitions, the split by year, sources that share matches, downloads."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from cricket_attn.config import load_data_config
+from cricket_attn.data import sources
+from cricket_attn.data.competitions import ASSOCIATE_T20IS, FULL_MEMBER_T20IS
+from cricket_attn.data.deliveries import load_tables
+from cricket_attn.data.features import entity_key, venue_key
+from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.data.sources import SourceError
+from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.scoring.cli import unknown_to
+from tests.conftest import FIXTURES
+
+LEAGUES = FIXTURES.parent / "cricsheet_t20"  # five real matches of other competitions (README)
+
+
+@pytest.fixture(scope="module")
+def leagues(phases, tmp_path_factory):
+    return load_tables([LEAGUES], phases, data_dir=tmp_path_factory.mktemp("leagues"))
+
+
+def test_each_match_has_its_competition_and_team_type(leagues):
+    m = leagues.matches.set_index("match_id")
+    assert m.loc["1386137", "competition"] == "Big Bash League"
+    assert m.loc["1417822", "competition"] == "The Hundred"  # "The Hundred Men's Competition" in the file
+    assert m.loc["1347699", "competition"] == "T20 Blast"  # "Vitality Blast" that year
+    assert m.loc["1479576", "competition"] == FULL_MEMBER_T20IS  # India v South Africa
+    assert m.loc["1503466", "competition"] == ASSOCIATE_T20IS  # Nepal v Oman, a World Cup qualifier
+    assert m["team_type"].to_dict() == {
+        "1347699": "club", "1386137": "club", "1417822": "club", "1479576": "international", "1503466": "international"
+    }  # fmt: skip
+    d = leagues.deliveries
+    by_match = d.groupby("match_id", observed=True)[["competition", "team_type"]].first()
+    assert by_match["competition"].to_dict() == m["competition"].to_dict()
+    # The Hundred's sets of five: 100 balls an innings at most.
+    hundred = d[d["match_id"] == "1417822"]
+    assert (hundred["balls_per_over"] == 5).all() and hundred.groupby("innings")["legal_ball_index"].max().max() < 100
+
+
+def test_a_season_across_the_new_year_is_split_by_the_match_year(leagues):
+    """A BBL match of the 2023/24 season played in January 2024 is a 2024 ball: validation, not training."""
+    d = leagues.deliveries
+    bbl = d[d["match_id"] == "1386137"]
+    assert str(bbl["date"].iloc[0].date()) == "2024-01-24" and (bbl["season"] == 2024).all()
+    split = SeasonSplit.from_config(load_data_config("t20").split)
+    assert set(split.label(bbl["season"])) == {"validation"}
+    assert set(split.label(d.loc[d["match_id"] == "1479576", "season"])) == {"test"}  # December 2025
+
+
+def test_pooled_sources_keep_one_copy_of_each_match_from_the_first_source(phases, tmp_path):
+    """The IPL archive and the T20 zip share the IPL's match ids: the first source's copy is kept, the other
+    counted as a duplicate (not a bad file: nothing is skipped), so the IPL's balls are the IPL archive's."""
+    ipl_copy = (FIXTURES / "1473438.json").read_bytes().replace(b'"SP Narine"', b'"Sunil Narine"')
+    pooled = tmp_path / "t20s_json.zip"
+    with zipfile.ZipFile(pooled, "w") as z:
+        z.writestr("1473438.json", ipl_copy)
+        for f in LEAGUES.glob("*.json"):
+            z.write(f, f.name)
+    tables = load_tables([FIXTURES, pooled], phases, data_dir=tmp_path / "data")
+    assert len(tables.matches) == 20 + 5 and not tables.skipped
+    assert [s.match_id for s in tables.duplicates] == ["1473438"]
+    assert "content different from" in tables.duplicates[0].reason and "which was kept" in tables.duplicates[0].reason
+    match = tables.deliveries[tables.deliveries["match_id"] == "1473438"]
+    assert (match["batter"] == "SP Narine").any() and not (match["batter"] == "Sunil Narine").any()
+    again = load_tables([FIXTURES, pooled], phases, data_dir=tmp_path / "data")  # from the cache, alike
+    assert [s.reason for s in again.duplicates] == [s.reason for s in tables.duplicates]
+
+
+def test_the_t20_config_is_the_ipl_config_with_both_sources():
+    ipl, t20 = load_data_config("ipl"), load_data_config("t20")
+    assert list(t20.sources) == ["embedded", "../shared/data/t20s_male_json.zip"]
+    plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "sources"}
+    assert plain(t20) == plain(ipl)
+    resolved = sources.configured_sources(t20.sources)
+    assert resolved[0] == "embedded" and Path(resolved[1]).is_absolute() and ".." not in resolved[1]
+
+
+def test_players_are_keyed_by_registry_id_and_grounds_by_one_name(leagues):
+    d = leagues.deliveries
+    assert (entity_key(d, "batter") == d["batter_id"].astype(str).to_numpy()).all()
+    ground = pd.Series(
+        ["Wankhede Stadium", "Wankhede Stadium, Mumbai", "M.Chinnaswamy Stadium", "M Chinnaswamy Stadium"]
+    )
+    assert list(venue_key(ground)) == ["Wankhede Stadium"] * 2 + ["M Chinnaswamy Stadium"] * 2
+    # Players sharing a name (every batter of one match renamed "x") stay as many players as their ids.
+    renamed = d.copy()
+    first = renamed["batter"].astype(str).iloc[0]
+    renamed["batter"] = renamed["batter"].astype(str).where(renamed["match_id"] != "1503466", "x")
+    enc = SequenceEncoder.fit(renamed, min_count=1)
+    assert len(enc.batters) == 1 + renamed["batter_id"].nunique()
+    assert enc.player_keys("batter", [first, "Nobody"]) == [d["batter_id"].astype(str).iloc[0], "Nobody"]
+
+
+def test_a_model_of_one_league_names_the_competitions_and_grounds_it_does_not_know(fixture_tables, leagues):
+    encoder = SequenceEncoder.fit_encode(fixture_tables.deliveries, min_count=5, competition_min_count=500)[0]
+    assert encoder.competitions.tokens == ["", "Indian Premier League"]
+    unknown = unknown_to(encoder, leagues.deliveries)
+    assert set(unknown["competitions"]) == {"Big Bash League", "The Hundred", "T20 Blast", FULL_MEMBER_T20IS,
+                                            ASSOCIATE_T20IS}  # fmt: skip
+    assert set(unknown["venues"]) == set(leagues.deliveries["venue"].astype(str))  # no IPL ground among them
+    encoded = encoder.encode(leagues.deliveries).tensors
+    assert (encoded["competition"][encoded["mask"]] == 0).all()  # the unknown: the model adds nothing for it
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server(tmp_path):
+    """An HTTP server on loopback serving `tmp_path/site`, and a list of the paths it was asked for."""
+    site = tmp_path / "site"
+    site.mkdir()
+    asked: list[str] = []
+
+    class Handler(_Quiet):
+        def do_GET(self):
+            asked.append(self.path)
+            super().do_GET()
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/", site, asked
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_cricsheet_downloads_are_fetched_once_and_read(server, phases, tmp_path, monkeypatch):
+    base, site, asked = server
+    with zipfile.ZipFile(site / "bbl_json.zip", "w") as z:
+        z.write(LEAGUES / "1386137.json", "1386137.json")
+    monkeypatch.setattr(sources, "CRICSHEET_DOWNLOADS", base)
+    data_dir = tmp_path / "data"
+    tables = load_tables(["cricsheet:bbl"], phases, data_dir=data_dir)
+    assert list(tables.matches["match_id"]) == ["1386137"] and asked == ["/bbl_json.zip"]
+    assert (data_dir / "raw" / "bbl_json.zip").read_bytes() == (site / "bbl_json.zip").read_bytes()
+    again = load_tables([f"{base}bbl_json.zip"], phases, data_dir=data_dir)  # the same file by its address
+    assert asked == ["/bbl_json.zip"] and len(again.matches) == 1  # not fetched again
+
+
+def test_a_download_that_fails_is_one_line_and_leaves_nothing(server, phases, tmp_path):
+    base, _, _ = server
+    data_dir = tmp_path / "data"
+    with pytest.raises(SourceError, match=r"bbl_json.zip: the server answered 404 .*nothing downloaded$"):
+        load_tables([f"{base}bbl_json.zip"], phases, data_dir=data_dir)
+    with socket_closed() as port:
+        with pytest.raises(SourceError, match=r"cannot download \(.*\); offline, give the path of a copy instead$"):
+            load_tables([f"http://127.0.0.1:{port}/t20s_male_json.zip"], phases, data_dir=data_dir)
+    assert not list((data_dir / "raw").iterdir())  # nothing half written
+
+
+class socket_closed:
+    """A loopback port nothing listens on."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        return self.sock.getsockname()[1]  # bound, never listening: a connection is refused
+
+    def __exit__(self, *exc):
+        self.sock.close()
