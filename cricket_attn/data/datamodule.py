@@ -29,6 +29,9 @@ class CricketDataModule(pl.LightningDataModule):
     (cricket_attn.data.histories), taken from the whole table: a history never holds a later match.
     `first_innings` gives each chase every ball of its first innings.
 
+    `competition_weights` multiplies the weight of a competition's training balls (the IPL weighted up in a
+    pooled model: `{Indian Premier League: 3}`); a competition not named counts 1.
+
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
     teacher's out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
@@ -52,6 +55,7 @@ class CricketDataModule(pl.LightningDataModule):
         history_balls: int = 0,
         first_innings: bool = False,
         competition_min_count: int = 5000,
+        competition_weights: Mapping | None = None,
     ):
         super().__init__()
         self.sources = configured_sources(sources)
@@ -65,6 +69,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.teacher = dict(teacher) if teacher else None
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
+        self.competition_weights = dict(competition_weights or {})
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -104,11 +109,17 @@ class CricketDataModule(pl.LightningDataModule):
             "validation": self.encoder.encode(parts["validation"]),
             "test": self.encoder.encode(parts["test"]),
         }
-        if self.season_half_life:
+        if self.season_half_life or self.competition_weights:
             train = self.datasets["train"].tensors
-            season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
-            age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
-            weight = torch.pow(0.5, age / self.season_half_life) * train["mask"]
+            rows = train["row"].clamp(min=0)
+            weight = train["mask"].float()
+            if self.season_half_life:
+                season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
+                age = (season.max() - season[rows]).float()  # (N, T) seasons before the latest
+                weight = weight * torch.pow(0.5, age / self.season_half_life)
+            if self.competition_weights:  # e.g. {Indian Premier League: 3}: its balls count three times
+                by_row = fit_on["competition"].astype(object).map(self.competition_weights).fillna(1.0)
+                weight = weight * torch.from_numpy(by_row.to_numpy(dtype="float32"))[rows]
             # Mean 1 over the training balls, so the loss of a batch (sum of weighted losses over its real
             # balls, divided by their number) is larger for batches of recent innings than of old ones.
             train["weight"] = weight / weight[train["mask"]].mean()
