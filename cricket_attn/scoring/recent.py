@@ -77,7 +77,13 @@ def log_probabilities(scored: pd.DataFrame) -> np.ndarray:
 def match_offsets(scored: pd.DataFrame, dates: pd.Series, strength: float = STRENGTH) -> dict[object, np.ndarray]:
     """For every match of `scored` (the model's scored balls of matches it was not trained on; `dates`:
     match_id -> date), the offsets fitted on the balls of the matches dated strictly before it (zeros
-    where there are none)."""
+    where there are none). Where `scored` has a `competition` column, each competition's level comes from
+    its own matches alone: a pooled model's IPL match learns nothing from the Big Bash's scoring."""
+    if "competition" in scored and scored["competition"].nunique(dropna=False) > 1:
+        out = {}
+        for _, part in scored.groupby("competition", sort=False, observed=True, dropna=False):
+            out |= match_offsets(part.drop(columns="competition"), dates, strength)
+        return out
     day = scored["match_id"].map(dates)
     if day.isna().any():
         raise ValueError(f"no date for match(es) {sorted(scored.loc[day.isna(), 'match_id'].unique())[:5]}")
@@ -110,8 +116,9 @@ def balls_since(
     scored: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.Series]:
     """The model's scored balls of every match in `deliveries` played after its training seasons (match_id as
-    text, batter, bowler, outcome and the class probabilities), and those matches' dates by match_id; the
-    matches of `scored` (balls the model has scored already) are not scored again."""
+    text, batter, bowler, outcome, the class probabilities and, where the table has it, the competition),
+    and those matches' dates by match_id; the matches of `scored` (balls the model has scored already) are
+    not scored again."""
     since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
     columns = ["match_id", "batter", "bowler", "outcome", *PROB_COLUMNS]
     if since.empty:
@@ -120,6 +127,7 @@ def balls_since(
     since["match_id"] = since["match_id"].astype(str)
     since = since[~since["match_id"].isin(model_reach(model_config(model), since))]  # a match it cannot embed
     dates = since.groupby("match_id")["date"].first()
+    league = since.groupby("match_id")["competition"].first().astype(str) if "competition" in since else None
     parts = []
     if scored is not None:
         done = scored.assign(match_id=scored["match_id"].astype(str))
@@ -128,6 +136,8 @@ def balls_since(
     if not since.empty:
         parts.append(score_deliveries(model, encoder, since.reset_index(drop=True)))
     balls = pd.concat([p[columns].astype({"match_id": str}) for p in parts], ignore_index=True)
+    if league is not None:
+        balls["competition"] = balls["match_id"].map(league)
     return balls, dates
 
 

@@ -100,3 +100,22 @@ def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
         with pytest.raises(SystemExit):
             parse_args([*required, "--recent-level", bad])
         assert f"--recent-level: {bad}: 0 (off) or a positive number" in capsys.readouterr().err
+
+
+def test_each_competition_learns_its_level_from_its_own_matches(deliveries):
+    """Two competitions' matches since training: rewriting one's outcomes moves none of the other's offsets,
+    and within one competition the offsets are those it would get alone."""
+    scored = scored_by_marginal(deliveries, np.zeros(len(OUTCOMES)))
+    dates = deliveries.groupby("match_id")["date"].first()
+    matches = list(dates.sort_values().index)
+    other = set(matches[1::2])  # every other match, by date, is of a second competition
+    scored["competition"] = np.where(scored["match_id"].isin(other), "Big Bash League", "Indian Premier League")
+    offsets = match_offsets(scored, dates)
+    ipl = scored[scored["competition"] == "Indian Premier League"]
+    alone = match_offsets(ipl.drop(columns="competition"), dates)
+    assert all(np.array_equal(offsets[m], alone[m]) for m in alone)
+    changed = scored.copy()
+    changed.loc[changed["competition"] == "Big Bash League", "outcome"] = "6"
+    again = match_offsets(changed, dates)
+    assert all(np.array_equal(offsets[m], again[m]) for m in alone)
+    assert any(not np.array_equal(offsets[m], again[m]) for m in other)
