@@ -30,12 +30,12 @@ from cricket_attn.data.sources import (
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.
 COLUMNS = (
-    "match_id", "date", "season", "match_type", "event", "competition", "team_type", "venue",
+    "match_id", "date", "season", "match_type", "event", "competition", "team_type", "venue", "city",
     "balls_per_over", "scheduled_overs", "innings", "is_super_over", "batting_team", "bowling_team",
     "over", "ball_in_over", "delivery_index", "legal_ball_index", "is_legal",
     "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id",
@@ -45,7 +45,7 @@ COLUMNS = (
     "target_runs", "target_overs", "phase", "outcome",
 )  # fmt: skip
 _CATEGORICAL = (
-    "match_type", "event", "competition", "team_type", "venue", "batting_team", "bowling_team",
+    "match_type", "event", "competition", "team_type", "venue", "city", "batting_team", "bowling_team",
     "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind",
 )  # fmt: skip
 
@@ -196,7 +196,8 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
     inn = pd.DataFrame([i for m in parsed for i in m.innings]).iloc[innings_pos].reset_index(drop=True)
 
     df = pd.DataFrame(table)
-    for col in ("match_id", "season", "match_type", "event", "competition", "team_type", "venue", "balls_per_over"):
+    match_columns = ("match_id", "season", "match_type", "event", "competition", "team_type", "venue", "city")
+    for col in (*match_columns, "balls_per_over"):
         df[col] = info[col]
     df["scheduled_overs"] = info["scheduled_overs"].astype("Int64")
     df["date"] = pd.to_datetime(info["date"]).astype("datetime64[ms]")  # parquet keeps ms, not s

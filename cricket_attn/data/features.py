@@ -21,11 +21,27 @@ OUT_OF_FOLD = ("batter", "bowler", "venue")  # whose rates a training ball gets 
 PLAYER_ROLES = ("batter", "bowler", "non_striker")
 
 
-def venue_key(venues: pd.Series) -> np.ndarray:
+# Ground names that several grounds share: a key of one of them takes its city too (Brighton is Hove's).
+SHARED_GROUND_NAMES = frozenset(
+    {"ACA Stadium", "Airforce Complex ground", "County Ground", "Gymkhana Club Ground", "National Stadium",
+     "Queen's Park"}
+)  # fmt: skip
+CITY_ALIASES = {"Brighton": "Hove"}
+
+
+def venue_key(venues: pd.Series, cities: pd.Series | None = None) -> np.ndarray:
     """A ground as one key however a file writes it: the name before any comma (Cricsheet adds the city
-    in later files: `Wankhede Stadium, Mumbai`), dots as spaces (`M.Chinnaswamy`), one space between words."""
-    text = venues.astype(str).str.split(",", n=1).str[0].str.replace(".", " ", regex=False)
-    return text.str.split().str.join(" ").to_numpy(dtype=object)
+    in later files: `Wankhede Stadium, Mumbai`), dots as spaces (`M.Chinnaswamy`), one space between words;
+    a name several grounds share (`County Ground`) with its city (the file's `city`, else the text after the
+    comma), so Bristol's and Taunton's stay apart."""
+    parts = venues.astype(str).str.split(",", n=1)
+    name = parts.str[0].str.replace(".", " ", regex=False).str.split().str.join(" ")
+    after = parts.str[1].fillna("").astype(str).str.rsplit(",", n=1).str[-1].str.strip()
+    after = after.where(after != "", None)
+    city = after if cities is None else cities.astype(object).where(cities.notna(), after)
+    city = city.replace(CITY_ALIASES)
+    shared = name.isin(SHARED_GROUND_NAMES) & city.notna()
+    return name.where(~shared, name + ", " + city.astype(str)).to_numpy(dtype=object)
 
 
 def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
@@ -39,7 +55,7 @@ def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
         ids = d[f"{column}_id"].astype(object).to_numpy()
         return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
     if column == "venue":
-        return venue_key(d["venue"])
+        return venue_key(d["venue"], d["city"] if "city" in d else None)
     return d[column].astype(str).to_numpy(dtype=object)
 
 

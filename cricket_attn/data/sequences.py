@@ -135,11 +135,13 @@ class SequenceEncoder:
             enc.attach_histories(train if known is None else known)
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
-        enc.mean = numeric.mean(axis=0)
-        std = numeric.std(axis=0)
-        # A feature of one value in training (one competition's rates) stays unscaled: divided by its
-        # spread of 0 + 1e-6, another competition's value would be a million times larger than any seen.
-        enc.std = np.where(std < 1e-4, 1.0, std + 1e-6)
+        wide = numeric.astype(np.float64)  # float32 sums would give a constant column a spread of rounding
+        enc.mean = wide.mean(axis=0).astype(np.float32)
+        # A feature of one value in training (a one-league model's competition rates) taught the model
+        # nothing: it is read as 0 whatever its value (an infinite scale), so another league's value, never
+        # seen, cannot throw the model off.
+        constant = np.ptp(numeric, axis=0) == 0
+        enc.std = np.where(constant, np.inf, wide.std(axis=0) + 1e-6).astype(np.float32)
         levels = np.linspace(0, 1, QUANTILE_STEPS + 1)
         enc.quantiles = np.quantile((numeric - enc.mean) / enc.std, levels, axis=0).T.astype(np.float32)
         return enc, enc._sequences(train, state, numeric)

@@ -79,8 +79,21 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     nxt["ball_in_over"] = np.where(new_over, 1, last["ball_in_over"] + last["is_legal"].astype(int))
     nxt["batter"], nxt["non_striker"] = striker, non_striker
     nxt["bowler"] = np.where(new_over, UNK, last["bowler"].astype(str))
-    for col in ("batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind", "player_out"):
+    for col in ("extras_type", "wicket_kind", "player_out"):
         nxt[col] = None
+    # The players' registry ids, as the match's own balls give them (the model knows players by id).
+    named = (
+        pd.concat(
+            d[["match_id", role, f"{role}_id"]].set_axis(["match_id", "name", "id"], axis=1).astype(object)
+            for role in ("batter", "non_striker", "bowler")
+        )
+        .dropna()
+        .drop_duplicates(["match_id", "name"])
+    )
+    ids = named.set_index(["match_id", "name"])["id"]
+    for role in ("batter", "non_striker", "bowler"):
+        at = pd.MultiIndex.from_arrays([nxt["match_id"].astype(object), nxt[role].astype(object)])
+        nxt[f"{role}_id"] = ids.reindex(at).to_numpy()
     for col in (
         "runs_batter",
         "runs_extras",

@@ -122,6 +122,7 @@ def chase_setup(
         date=first.date,
         competition=first.competition,
         team_type=first.team_type,
+        city=first.city,
     )
 
 

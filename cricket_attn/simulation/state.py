@@ -97,6 +97,7 @@ class InningsSetup:
     date: pd.Timestamp | None = None  # the match's: players' histories are as of it (for a model reading them)
     competition: str = ""  # the match's competition and team type ("": unknown to any model)
     team_type: str = ""
+    city: str | None = None  # the ground's city, where the file gives it (some ground names are shared)
 
     @classmethod
     def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
@@ -117,6 +118,7 @@ class InningsSetup:
             date=pd.Timestamp(first["date"]),
             competition=str(first["competition"]) if "competition" in d and pd.notna(first["competition"]) else "",
             team_type=str(first["team_type"]) if "team_type" in d and pd.notna(first["team_type"]) else "",
+            city=str(first["city"]) if "city" in d and pd.notna(first["city"]) else None,
         )
 
 
@@ -168,7 +170,7 @@ class InningsState:
         self.bowler_rates = torch.as_tensor(
             rates["bowler"].transform(pd.DataFrame({"bowler": bowl_keys})), dtype=torch.float64
         )
-        match = pd.DataFrame({"venue": [setup.venue], "competition": [setup.competition]})
+        match = pd.DataFrame({"venue": [setup.venue], "city": [setup.city], "competition": [setup.competition]})
         # The match's own rates (the venue's, the competition's), the same for every ball, in the encoder's order.
         self.match_rates = {
             column: torch.as_tensor(rates[column].transform(match)[0], dtype=torch.float64)

@@ -8,6 +8,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
@@ -94,6 +95,12 @@ def test_players_are_keyed_by_registry_id_and_grounds_by_one_name(leagues):
         ["Wankhede Stadium", "Wankhede Stadium, Mumbai", "M.Chinnaswamy Stadium", "M Chinnaswamy Stadium"]
     )
     assert list(venue_key(ground)) == ["Wankhede Stadium"] * 2 + ["M Chinnaswamy Stadium"] * 2
+    # A name several grounds share keeps its city, from the file's `city` or after the comma.
+    shared = pd.Series(["County Ground", "County Ground, Bristol", "County Ground", "County Ground, Hove"])
+    cities = pd.Series(["Taunton", None, "Brighton", None])
+    assert list(venue_key(shared, cities)) == [
+        "County Ground, Taunton", "County Ground, Bristol", "County Ground, Hove", "County Ground, Hove"
+    ]  # fmt: skip
     # Players sharing a name (every batter of one match renamed "x") stay as many players as their ids.
     renamed = d.copy()
     first = renamed["batter"].astype(str).iloc[0]
@@ -110,8 +117,15 @@ def test_a_model_of_one_league_names_the_competitions_and_grounds_it_does_not_kn
     assert set(unknown["competitions"]) == {"Big Bash League", "The Hundred", "T20 Blast", FULL_MEMBER_T20IS,
                                             ASSOCIATE_T20IS}  # fmt: skip
     assert set(unknown["venues"]) == set(leagues.deliveries["venue"].astype(str))  # no IPL ground among them
+    known = leagues.deliveries.iloc[:1].assign(venue="Wankhede Stadium, Mumbai", city="Mumbai")
+    assert unknown_to(encoder, known)["venues"] == []  # the IPL's "Wankhede Stadium", written another way
     encoded = encoder.encode(leagues.deliveries).tensors
     assert (encoded["competition"][encoded["mask"]] == 0).all()  # the unknown: the model adds nothing for it
+    # One league's competition rates never varied in training: another league's are read as 0, not as a
+    # value many spreads away (a float32 spread of rounding would make it thousands).
+    start = encoder.rate_start("competition")
+    assert np.isinf(encoder.std[start:]).all() and (encoded["numeric"][..., start:] == 0).all()
+    assert np.abs(encoded["numeric"][encoded["mask"]].numpy()).max() < 50
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

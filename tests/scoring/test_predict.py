@@ -81,6 +81,21 @@ def test_next_ball_row_of_the_live_innings_follows_the_laws(predicted):
     assert nxt["delivery_index"].item() == live["delivery_index"].max()
 
 
+def test_next_ball_players_keep_their_registry_ids(tmp_path, phases):
+    """The model knows players by registry id: the next ball's striker, non-striker and (mid-over) bowler
+    carry the ids the match's own balls give them, so a known player is not read as a stranger."""
+    from cricket_attn.data.deliveries import build_tables
+    from cricket_attn.data.sources import iter_match_files
+    from cricket_attn.scoring.predict import next_ball_rows
+
+    tables = build_tables(iter_match_files([live_copy(tmp_path)]), phases)
+    (nxt,) = next_ball_rows(tables, phases).itertuples(index=False)
+    registry = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())["info"]["registry"]["people"]
+    assert (nxt.batter_id, nxt.non_striker_id, nxt.bowler_id) == tuple(
+        registry[name] for name in (nxt.batter, nxt.non_striker, nxt.bowler)
+    )
+
+
 def test_next_ball_at_the_start_of_an_over_has_an_unknown_bowler(checkpoint, tmp_path):
     live = live_copy(tmp_path, keep_overs=9, keep_balls=6)
     out = tmp_path / "next.csv"
