@@ -36,7 +36,7 @@ def venue_key(venues: pd.Series, cities: pd.Series | None = None) -> np.ndarray:
     comma), so Bristol's and Taunton's stay apart."""
     parts = venues.astype(str).str.split(",", n=1)
     name = parts.str[0].str.replace(".", " ", regex=False).str.split().str.join(" ")
-    after = parts.str[1].fillna("").astype(str).str.rsplit(",", n=1).str[-1].str.strip()
+    after = parts.str[1].astype(object).fillna("").astype(str).str.rsplit(",", n=1).str[-1].str.strip()
     after = after.where(after != "", None)
     city = after if cities is None else cities.astype(object).where(cities.notna(), after)
     city = city.replace(CITY_ALIASES)
