@@ -155,12 +155,15 @@ class _Parser:
         players = self.get(info, "players", dict, "info", default={})
         team_type = self.get(info, "team_type", str, "info", default=None)
         event_name = self.get(event, "name", str, "info.event", default=None)
-        squads = []
+        people = self.get(registry, "people", dict, "info.registry", default={})
+        squads, squad_ids = [], []
         for team in teams:
             names = self.get(players, team, list, "info.players", default=[])
             if not all(isinstance(n, str) for n in names):
                 raise self.error(f"info.players.{team}", f"expected a list of player names, got {names!r}")
             squads.append(";".join(names) or None)
+            ids = [people.get(n) if isinstance(people.get(n), str) else "" for n in names]
+            squad_ids.append(";".join(ids) if any(ids) else None)
         return {
             "match_id": self.file.match_id,
             "date": start,
@@ -180,6 +183,9 @@ class _Parser:
             # batting order. None when the file has no list.
             "team1_players": squads[0],
             "team2_players": squads[1],
+            # Their Cricsheet registry ids, in the same order ("" for a name the registry lacks); None for none.
+            "team1_player_ids": squad_ids[0],
+            "team2_player_ids": squad_ids[1],
             "toss_winner": self.get(
                 self.get(info, "toss", dict, "info", default={}), "winner", str, "info.toss", default=None
             ),
@@ -189,7 +195,7 @@ class _Parser:
             "result": self.get(outcome, "result", str, "info.outcome", default=None),
             "method": self.get(outcome, "method", str, "info.outcome", default=None),
             "eliminator": self.get(outcome, "eliminator", str, "info.outcome", default=None),
-            "_people": self.get(registry, "people", dict, "info.registry", default={}),
+            "_people": people,
         }
 
     def parse_innings(self, inn: dict, pos: int, info: dict, out: list[tuple]) -> dict:

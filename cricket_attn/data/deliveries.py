@@ -30,7 +30,7 @@ from cricket_attn.data.sources import (
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.

@@ -213,14 +213,15 @@ class SequenceEncoder:
             axis=-1,
         )
 
-    def histories_of(self, role: str, names: list[str], date) -> np.ndarray:
-        """(len(names), K, fields): the histories of players known by name only (a side as a simulated
-        match lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history
-        holds (or the unknown, UNK) has none. A name two players share is taken as the one who played last."""
+    def histories_of(self, role: str, names: list[str], date, ids: dict[str, str] | None = None) -> np.ndarray:
+        """(len(names), K, fields): the histories of players listed by name (a side as a simulated match
+        lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history holds
+        (or the unknown, UNK) has none. A player is his registry id in `ids` (the match's), else the player
+        of that name who played last."""
         if self.histories is None:
             raise ValueError("the encoder reads players' histories but none are attached: call attach_histories")
-        store = self.histories[role]
-        keys = np.array([store.names.get(name, name) for name in names], dtype=object)
+        store, ids = self.histories[role], ids or {}
+        keys = np.array([ids.get(name) or store.names.get(name, name) for name in names], dtype=object)
         day = np.full(len(names), days(pd.Series([pd.Timestamp(date)]))[0])
         return self.history_tokens(role, store.before(keys, day, self.history_balls), day)
 

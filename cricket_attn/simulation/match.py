@@ -17,7 +17,7 @@ import torch
 from cricket_attn.laws import MAX_WICKETS
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup, InningsState, replay, squads
+from cricket_attn.simulation.state import InningsSetup, InningsState, registry_ids, replay, squads
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 PROJECTION_COLUMNS = (
@@ -123,6 +123,7 @@ def chase_setup(
         competition=first.competition,
         team_type=first.team_type,
         city=first.city,
+        ids={**first.ids, **registry_ids(chase, matches, match_id)},
     )
 
 

@@ -8,7 +8,7 @@ ball. The laws that move the state (strike, the end of an over, who is out) are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,15 @@ class InningsSetup:
     competition: str = ""  # the match's competition and team type ("": unknown to any model)
     team_type: str = ""
     city: str | None = None  # the ground's city, where the file gives it (some ground names are shared)
+    ids: dict[str, str] = field(default_factory=dict)  # this match's players' registry ids, by name
+
+    def player_keys(self, encoder: SequenceEncoder, role: str, names: list[str]) -> list[str]:
+        """Players listed by name as the encoder knows them: by this match's registry ids (two players can
+        share a name), else as the encoder's player of that name who played last; an encoder keyed by name
+        (saved before ids were read) by name."""
+        if encoder.keyed_by == "name":
+            return list(names)
+        return [self.ids.get(name) or key for name, key in zip(names, encoder.player_keys(role, names))]
 
     @classmethod
     def from_table(cls, d: pd.DataFrame, matches: pd.DataFrame | None = None) -> InningsSetup:
@@ -119,7 +128,25 @@ class InningsSetup:
             competition=str(first["competition"]) if "competition" in d and pd.notna(first["competition"]) else "",
             team_type=str(first["team_type"]) if "team_type" in d and pd.notna(first["team_type"]) else "",
             city=str(first["city"]) if "city" in d and pd.notna(first["city"]) else None,
+            ids=registry_ids(d, matches, first["match_id"]),
         )
+
+
+def registry_ids(d: pd.DataFrame, matches: pd.DataFrame | None, match_id) -> dict[str, str]:
+    """Name -> registry id of a match's players: both sides as the matches table lists them, and whoever
+    batted or bowled in `d` (the match's deliveries, which carry their ids)."""
+    ids = {}
+    if matches is not None and "team1_player_ids" in matches:
+        row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
+        for side in ("team1", "team2") if len(row) else ():
+            names, keys = row.iloc[0][f"{side}_players"], row.iloc[0][f"{side}_player_ids"]
+            if isinstance(names, str) and isinstance(keys, str):
+                ids.update((n, k) for n, k in zip(names.split(";"), keys.split(";")) if k)
+    for role in ("batter", "non_striker", "bowler"):
+        if f"{role}_id" in d:
+            pairs = d[[role, f"{role}_id"]].dropna().astype(str).drop_duplicates()
+            ids.update(zip(pairs[role], pairs[f"{role}_id"]))
+    return ids
 
 
 def squads(matches: pd.DataFrame | None, match_id, batting_team: str, bowling_team: str) -> tuple[list[str], list[str]]:
@@ -160,7 +187,7 @@ class InningsState:
         # Fixed for the innings: each slot's ids and rates, the venue's, and the phase of every (over, ball).
         bat, bowl = side_slots(setup.batting), side_slots(setup.bowling)
         # The sides are listed by name: as keys, they are the players of those names the encoder knows.
-        bat_keys, bowl_keys = encoder.player_keys("batter", bat), encoder.player_keys("bowler", bowl)
+        bat_keys, bowl_keys = setup.player_keys(encoder, "batter", bat), setup.player_keys(encoder, "bowler", bowl)
         self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat_keys, dtype=object)))
         self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl_keys, dtype=object)))
         rates = encoder.rates
@@ -432,7 +459,7 @@ def slot_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, t
             "the model reads players' histories, which are as of the match's date: the innings setup has no date"
         )
     return {
-        f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date))[None]
+        f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date, setup.ids))[None]
         for role, side in (("batter", setup.batting), ("bowler", setup.bowling))
     }
 

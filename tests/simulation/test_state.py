@@ -104,3 +104,26 @@ def test_listed_players_who_did_not_open_are_still_to_bat(fixture_tables, delive
     state = replay(InningsState(setup, encoder, phases, 1), start[start["wicket_count"] == 0].iloc[:3])
     assert not state.batted[0, :2].any() and state.batted[0, 2:4].all()
     assert int(state.next_batter()[0]) == 0
+
+
+def test_a_side_listed_by_name_is_known_by_this_matchs_registry_ids(fixture_tables, deliveries, encoder, phases):
+    """Two players can share a name: the simulator reads a listed player as the match file's registry id,
+    not as the encoder's last player of that name (here pointed at someone else), and so gets his own
+    embedding and rates, the ones the real balls of the innings get."""
+    import json
+
+    import numpy as np
+
+    from tests.conftest import FIXTURES
+
+    inn = next(regular_innings(deliveries[deliveries["match_id"] == "1359475"]))
+    registry = json.loads((FIXTURES / "1359475.json").read_text())["info"]["registry"]["people"]
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    assert setup.batting and all(setup.ids[name] == registry[name] for name in setup.batting + setup.bowling)
+    opener = setup.batting[0]
+    misled = SequenceEncoder.from_dict(encoder.to_dict())
+    misled.names["batter"][opener] = "someone-else"  # the last player of that name, another man
+    state = InningsState(setup, misled, phases, 1, 0.0)
+    assert state.batter_ids[0] == encoder.batters.encode(pd.Series([registry[opener]]))[0] > 0
+    own = encoder.rates["batter"].transform(pd.DataFrame({"batter": [registry[opener]]}))[0]
+    assert np.allclose(state.batter_rates[0].numpy(), own)
