@@ -23,7 +23,7 @@ from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import SourceError
+from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import STRENGTH, since_training, strength
@@ -34,6 +34,7 @@ from cricket_attn.simulation.against_baselines import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import SPREAD, Simulator
+from cricket_attn.simulation.rules import not_simulated
 
 SKIP = "0 (skip the check) or more"
 
@@ -45,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sims", type=count(1), default=100, help="simulations per state (default 100)")
     p.add_argument("--train-until", type=int, default=2024, help="the baselines' last training season")
     p.add_argument("--test", type=int, nargs="+", default=[2025, 2026], help="the seasons evaluated")
-    p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the embedded IPL archive)")
+    p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the --data config's sources)")
     p.add_argument("--matches", type=count(1), help="only the first N test matches (a quick look)")
     p.add_argument("--plots", type=count(0), default=3, help="matches drawn and logged (default 3)")
     p.add_argument(
@@ -162,8 +163,9 @@ def run(args: argparse.Namespace) -> str:
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = load_tables(args.sources, phases, project_path(cfg.data_dir))
+    tables = load_tables(args.sources or configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
     d = tables.deliveries
+    d = d[~d["match_id"].astype(str).isin(not_simulated(d))]  # The Hundred's sets of five are not played
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
     if not test_ids:
         raise ValueError(f"--test {args.test}: no matches of these seasons in the data")
