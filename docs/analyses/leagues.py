@@ -24,7 +24,7 @@ import pandas as pd
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
-from cricket_attn.metrics import markdown_table, match_bootstrap, paired_losses, score
+from cricket_attn.metrics import KEY_COLUMNS, markdown_table, match_bootstrap, paired_losses, score
 
 IPL = "Indian Premier League"
 RATES = {"wickets": "wicket", "fours": "4", "sixes": "6"}
@@ -44,7 +44,8 @@ def group_rows(name: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame])
     scored = score(pooled)
     row["pooled log loss"], row["pooled ECE"] = scored["log_loss"], scored["ece"]
     for label, other in others.items():
-        mine = other[other["match_id"].isin(set(pooled["match_id"]))]
+        keys = list(KEY_COLUMNS)  # the balls both scored, with the pooled table's phase (predict has none)
+        mine = other.drop(columns=["phase"], errors="ignore").merge(pooled[[*keys, "phase"]], on=keys)
         if mine.empty:
             continue
         theirs = score(mine)
