@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
 import pytorch_lightning as pl
 import torch
 
@@ -30,7 +31,10 @@ class CricketDataModule(pl.LightningDataModule):
     `first_innings` gives each chase every ball of its first innings.
 
     `competition_weights` multiplies the weight of a competition's training balls (the IPL weighted up in a
-    pooled model: `{Indian Premier League: 3}`); a competition not named counts 1.
+    pooled model: `{Indian Premier League: 3}`); a competition not named counts 1. `train_competitions`
+    (a list) trains and validates on those competitions' innings alone, while the encoder, the rates and
+    the teacher are fitted on every training ball as without it: a pooled model fine-tuned on one league
+    (`init_from` in conf/config.yaml) sees its features as it did. The test keeps every competition.
 
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
     teacher's out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
@@ -56,6 +60,7 @@ class CricketDataModule(pl.LightningDataModule):
         first_innings: bool = False,
         competition_min_count: int = 5000,
         competition_weights: Mapping | None = None,
+        train_competitions: Sequence[str] | None = None,
     ):
         super().__init__()
         self.sources = configured_sources(sources)
@@ -70,6 +75,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
         self.competition_weights = dict(competition_weights or {})
+        self.train_competitions = list(train_competitions) if train_competitions else None
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -104,11 +110,26 @@ class CricketDataModule(pl.LightningDataModule):
             if self.encoder.history_balls:
                 self.encoder.attach_histories(deliveries)
             train_set = self.encoder.encode(fit_on, out_of_fold=True)
+        validation = parts["validation"]
+        if self.train_competitions:
+            validation = validation[validation["competition"].isin(self.train_competitions)].reset_index(drop=True)
+            for c in self.train_competitions:
+                if not (fit_on["competition"] == c).any():
+                    raise ValueError(f"train_competitions: {c!r} has no training deliveries in {self.tables.sources}")
+            if validation.empty:
+                raise ValueError(f"train_competitions: none of {self.train_competitions} has validation deliveries")
+        self.validation_deliveries = validation  # what the validation loss and the temperature are taken on
         self.datasets = {
             "train": train_set,
-            "validation": self.encoder.encode(parts["validation"]),
+            "validation": self.encoder.encode(validation),
             "test": self.encoder.encode(parts["test"]),
         }
+        if self.train_competitions:  # the innings of these competitions, encoded among all the others
+            first = self.datasets["train"].tensors["row"][:, 0].numpy()
+            kept = fit_on["competition"].astype(object).to_numpy()[first]
+            self.datasets["train"] = self.datasets["train"].subset(
+                torch.from_numpy(pd.Series(kept).isin(self.train_competitions).to_numpy(copy=True))
+            )
         if self.season_half_life or self.competition_weights:
             train = self.datasets["train"].tensors
             rows = train["row"].clamp(min=0)

@@ -413,6 +413,10 @@ class BallSequences(torch.utils.data.Dataset):
         tensors.update({name: torch.from_numpy(values) for name, values in per_sequence.items()})
         return cls(tensors, torch.from_numpy(lengths), tuple(per_sequence))
 
+    def subset(self, keep: torch.Tensor) -> BallSequences:
+        """The sequences where `keep` (a boolean per sequence) holds."""
+        return BallSequences({k: t[keep] for k, t in self.tensors.items()}, self.lengths[keep], self.per_sequence)
+
     def __len__(self) -> int:
         return len(self.lengths)
 

@@ -135,12 +135,15 @@ def fit_stage(
     stage: str,
     max_epochs: int | None = None,
     ckpt_path: str | None = None,
+    start: str | None = None,
 ) -> BallOutcomeModule:
     dm.prepare_data()
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     check_data_fits_model(dm.tables.deliveries, model)
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
+    if start:
+        load_start(module, dm, start)
     shown, bar = progress_callbacks(stage, cfg.progress)
     kwargs = {
         "callbacks": [c for c in callbacks.values() if c is not None] + shown,
@@ -153,6 +156,39 @@ def fit_stage(
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
     trainer.fit(module, dm, ckpt_path=ckpt_path)
     return module
+
+
+def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
+    """With `init_from`, the checkpoint a stage starts from: the earlier run's selected model (member
+    None) or its refit member `member` (counted from 0, around again if it has fewer); None without."""
+    if not cfg.get("init_from"):
+        return None
+    try:
+        state = tracking.read_run_file(cfg.init_from)
+    except (FileNotFoundError, tracking.ResumeError) as err:
+        raise ConfigError(f"init_from={cfg.init_from}: {str(err).split(': ', 1)[-1]}") from None
+    members = state.get("refit_members") or [None]
+    path = state.get("selection_checkpoint") if member is None else members[member % len(members)]
+    if not path:
+        what = "selected model (its selection stage never finished)" if member is None else "refit member"
+        raise ConfigError(f"init_from={cfg.init_from}: that run has no {what} to start from")
+    return path
+
+
+def load_start(module: BallOutcomeModule, dm: CricketDataModule, path: str) -> None:
+    """Give `module` the weights of the checkpoint `path`, which must have been fitted with the same
+    encoder (vocabularies, rates and scaling): the same data, split and data settings."""
+    source, ckpt = load_checkpoint(path)
+    if ckpt.get("CricketDataModule") != dm.state_dict():
+        raise ConfigError(
+            f"init_from: {path} was fitted with another encoder; its run must have the same data.sources, "
+            "data.split and the data settings that shape the features (min_count, rate_strength, history_balls, ...)"
+        )
+    try:
+        module.model.load_state_dict(source.model.state_dict())
+    except RuntimeError as err:
+        raise ConfigError(f"init_from: {path} has another model shape ({str(err).splitlines()[-1].strip()})") from None
+    log.info("%s: starting from %s", "init_from", path)
 
 
 def unreadable(path: Path) -> str | None:
@@ -216,7 +252,9 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             val_seasons,
         )
         clock = progress.Stopwatch()
-        module = fit_stage(cfg, dm, callbacks, run.logger(), "selection", ckpt_path=selection_from)
+        module = fit_stage(
+            cfg, dm, callbacks, run.logger(), "selection", ckpt_path=selection_from, start=start_from(cfg)
+        )
         best_path = ckpt.best_model_path
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
@@ -283,6 +321,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                 stage,
                 max_epochs=best_epoch,
                 ckpt_path=resume_from(refit_ckpt) if resuming else None,
+                start=start_from(cfg, k),
             )
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
@@ -311,8 +350,7 @@ def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
     """Temperature scaling: the selected model's validation-season predictions fix one temperature,
     which the final model then uses. Returns it with the validation log loss before and after."""
     module = load_checkpoint(checkpoint)[0]
-    val = dm.split.split(dm.tables.deliveries)["validation"]
-    scored = score_deliveries(module.model, dm.encoder, val, dm.eval_batch_size)
+    scored = score_deliveries(module.model, dm.encoder, dm.validation_deliveries, dm.eval_batch_size)
     temperature = fit_temperature(scored)
     after = scored.copy()
     after[list(PROB_COLUMNS)] = with_temperature(probabilities(scored), temperature)
@@ -402,6 +440,7 @@ def preflight(cfg: DictConfig) -> None:
         raise ConfigError(f"data.{err}") from None
     if cfg.resume:
         return
+    start_from(cfg)  # an earlier run to start from, with a selected model, before any data is read
     if cfg.get("logger"):
         tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
     try:
@@ -448,7 +487,7 @@ def train(cfg: DictConfig) -> dict:
 
 # What a resumed run may not change: they fix the model's shape, the data and its split, and what the
 # protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may.
-FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.")
+FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.", "init_from")
 
 
 def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:

@@ -82,3 +82,47 @@ def test_a_competition_weighted_up_counts_that_many_times(data_config, tmp_path)
     ipl_2023 = w[(competition == "Indian Premier League") & (season == 2023)]
     assert len(set(ipl_2023.round(6))) == 1 and len(set(w[competition == "T20 Blast"].round(6))) == 1
     assert abs(ipl_2023[0] / w[competition == "T20 Blast"][0] - 3) < 1e-5 and abs(w.mean() - 1) < 1e-5
+
+
+def test_training_on_some_competitions_keeps_the_encoder_fitted_on_all(data_config, tmp_path):
+    """data.train_competitions: the IPL's innings alone train and validate (a BBL match of January 2024
+    leaves the validation set), while the encoder is the one every training ball fits; a competition
+    with no training balls is one error naming it."""
+    import pytest
+
+    from tests.data.test_leagues import LEAGUES
+
+    others = tmp_path / "others"
+    others.mkdir()
+    for match in ("1347699", "1386137"):  # the T20 Blast of 2023, the Big Bash of January 2024
+        (others / f"{match}.json").write_bytes((LEAGUES / f"{match}.json").read_bytes())
+
+    def pooled(**kw):
+        dm = CricketDataModule(
+            sources=[str(FIXTURES), str(others)],
+            data_dir=str(tmp_path),
+            min_count=5,
+            batch_size=4,
+            phases=OmegaConf.to_container(data_config.phases),
+            split=OmegaConf.to_container(data_config.split),
+            **kw,
+        )
+        dm.setup("fit")
+        return dm
+
+    every, ipl = pooled(), pooled(train_competitions=["Indian Premier League"])
+    assert ipl.encoder.to_dict() == every.encoder.to_dict()
+    assert len(ipl.datasets["train"]) == len(every.datasets["train"]) - 2  # the Blast's two innings
+    bbl = int((every.validation_deliveries["competition"] == "Big Bash League").sum())
+    assert bbl > 200 and n_balls(ipl, "validation") == n_balls(every, "validation") - bbl
+    assert set(ipl.validation_deliveries["competition"].astype(str)) == {"Indian Premier League"}
+    assert n_balls(ipl, "test") == n_balls(every, "test")
+    # The kept innings are encoded as among all the others (rates out of fold over every training ball).
+    kept = {int(r[0]): i for i, r in enumerate(every.datasets["train"].tensors["row"])}
+    for i, r in enumerate(ipl.datasets["train"].tensors["row"][:5]):
+        same = kept[int(r[0])]
+        assert torch.equal(
+            ipl.datasets["train"].tensors["numeric"][i], every.datasets["train"].tensors["numeric"][same]
+        )
+    with pytest.raises(ValueError, match="train_competitions: 'SA20' has no training deliveries"):
+        pooled(train_competitions=["SA20"])

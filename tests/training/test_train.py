@@ -297,3 +297,33 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
         )
     )
     assert math.isfinite(again["test/log_loss"])
+
+
+def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
+    """init_from: the selection stage starts from the earlier run's selected model and each refit member
+    from its member (with a learning rate too small to move them, they end where they started, while a
+    fresh start does not); a run whose encoder differs, or a folder with no run, is refused."""
+    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.tracking import read_run_file
+    from cricket_attn.training.lit_module import load_checkpoint
+
+    def same(a, b) -> bool:
+        return all(torch.allclose(p, q, atol=1e-6) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+    earlier = read_run_file(tracked_run["folder"] / "run")
+    still = ["~logger", f"data.data_dir={tracked_run['folder'] / 'data'}", "optim.lr=1e-12", "optim.weight_decay=0"]
+    start = [*still, f"init_from={tracked_run['folder'] / 'run'}"]
+    results = train(
+        tiny_train_config(tmp_path, *start, "ensemble=2", "data.train_competitions=[Indian Premier League]")
+    )
+    selected = load_checkpoint(read_run_file(tmp_path / "run")["selection_checkpoint"])[0].model
+    assert same(selected, load_checkpoint(earlier["selection_checkpoint"])[0].model)
+    final, _ = load_model(results["checkpoint"])
+    for member, source in zip(final.members, earlier["refit_members"][:2], strict=True):
+        assert same(member, load_checkpoint(source)[0].model)
+    fresh = train(tiny_train_config(tmp_path / "fresh", *still, "refit=false"))
+    assert not same(load_model(fresh["checkpoint"])[0], load_checkpoint(earlier["selection_checkpoint"])[0].model)
+    with pytest.raises(ConfigError, match="was fitted with another encoder"):
+        train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
+    with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
+        train(tiny_train_config(tmp_path / "none", "~logger", f"init_from={tmp_path}"))
