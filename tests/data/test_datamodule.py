@@ -9,9 +9,18 @@ from cricket_attn.data.datamodule import CricketDataModule
 from tests.conftest import FIXTURES
 
 
-def make(data_config, tmp_path, **kw) -> CricketDataModule:
+def make(data_config, tmp_path, *others: str, **kw) -> CricketDataModule:
+    """The DataModule on the IPL fixtures, pooled with `others`, matches of other competitions by id."""
+    from tests.data.test_leagues import LEAGUES
+
+    sources = [str(FIXTURES)]
+    if others:
+        sources.append(str(tmp_path / "others"))
+        (tmp_path / "others").mkdir(exist_ok=True)
+        for match in others:
+            (tmp_path / "others" / f"{match}.json").write_bytes((LEAGUES / f"{match}.json").read_bytes())
     dm = CricketDataModule(
-        sources=[str(FIXTURES)],
+        sources=sources,
         data_dir=str(tmp_path),
         min_count=5,
         batch_size=4,
@@ -57,21 +66,7 @@ def test_recency_weights_halve_every_half_life(data_config, tmp_path):
 def test_a_competition_weighted_up_counts_that_many_times(data_config, tmp_path):
     """Pooled with a second competition (the T20 Blast of 2023), the IPL at weight 3: each IPL training ball
     weighs three times a Blast ball of the same season, with the weights' mean still 1."""
-    from tests.data.test_leagues import LEAGUES
-
-    blast = tmp_path / "blast"
-    blast.mkdir()
-    (blast / "1347699.json").write_bytes((LEAGUES / "1347699.json").read_bytes())
-    dm = CricketDataModule(
-        sources=[str(FIXTURES), str(blast)],
-        data_dir=str(tmp_path),
-        min_count=5,
-        batch_size=4,
-        phases=OmegaConf.to_container(data_config.phases),
-        split=OmegaConf.to_container(data_config.split),
-        competition_weights={"Indian Premier League": 3},
-    )
-    dm.setup("fit")
+    dm = make(data_config, tmp_path, "1347699", competition_weights={"Indian Premier League": 3})
     t = dm.datasets["train"].tensors
     rows = t["row"][t["mask"]]
     train = dm.split.split(dm.tables.deliveries)["train"]
@@ -90,25 +85,8 @@ def test_training_on_some_competitions_keeps_the_encoder_fitted_on_all(data_conf
     with no training balls is one error naming it."""
     import pytest
 
-    from tests.data.test_leagues import LEAGUES
-
-    others = tmp_path / "others"
-    others.mkdir()
-    for match in ("1347699", "1386137"):  # the T20 Blast of 2023, the Big Bash of January 2024
-        (others / f"{match}.json").write_bytes((LEAGUES / f"{match}.json").read_bytes())
-
-    def pooled(**kw):
-        dm = CricketDataModule(
-            sources=[str(FIXTURES), str(others)],
-            data_dir=str(tmp_path),
-            min_count=5,
-            batch_size=4,
-            phases=OmegaConf.to_container(data_config.phases),
-            split=OmegaConf.to_container(data_config.split),
-            **kw,
-        )
-        dm.setup("fit")
-        return dm
+    def pooled(**kw):  # the T20 Blast of 2023, the Big Bash of January 2024
+        return make(data_config, tmp_path, "1347699", "1386137", **kw)
 
     every, ipl = pooled(), pooled(train_competitions=["Indian Premier League"])
     assert ipl.encoder.to_dict() == every.encoder.to_dict()
