@@ -63,6 +63,7 @@ def group_rows(name: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame])
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pooled", required=True, help="the pooled model's scored table")
+    parser.add_argument("--name", default="pooled", help="what the tables call the model under study")
     parser.add_argument("--against", action="append", default=[], metavar="LABEL=FILE", help="a model to pair")
     parser.add_argument("--data", default="t20", help="the data config whose tables name the competitions")
     parser.add_argument("--min-matches", type=int, default=20)
@@ -77,11 +78,15 @@ def main() -> None:
     pooled["competition"] = pooled["match_id"].map(competition)
     others = dict(spec.split("=", 1) for spec in args.against)
     others = {label: read(path) for label, path in others.items()}
+    if args.name in others:
+        parser.error(f"--against {args.name}=...: the model under study is called {args.name} (--name)")
 
     ipl = pooled[pooled["competition"] == IPL]
-    seasons = f"{ipl['season'].min()}-{ipl['season'].max()}"
-    print(f"## IPL ({seasons}): {ipl['match_id'].nunique()} matches, {len(ipl):,} balls\n")
-    print(markdown_table(pd.DataFrame([group_rows(IPL, ipl, others)]).T.reset_index()), "\n")
+    first, last = ipl["season"].min(), ipl["season"].max()
+    seasons = f"{first}-{last}" if first != last else f"{first}"
+    print(f"#### IPL ({seasons}): {ipl['match_id'].nunique()} matches, {len(ipl):,} balls\n")
+    ipl_row = pd.Series(group_rows(IPL, ipl, others)).drop(["competition", "matches", "balls"])
+    print(named(ipl_row.rename("IPL").rename_axis("").reset_index(), args.name), "\n")
 
     counts = pooled.groupby("competition")["match_id"].nunique()
     big = counts[counts >= args.min_matches].sort_values(ascending=False).index
@@ -90,8 +95,17 @@ def main() -> None:
     if len(rest):
         rows.append(group_rows(f"other competitions ({rest['competition'].nunique()})", rest, others))
     rows.append(group_rows("all", pooled, others))
-    print(f"## By competition ({args.min_matches}+ matches)\n")
-    print(markdown_table(pd.DataFrame(rows)))
+    print(f"#### By competition ({args.min_matches}+ matches)\n")
+    print(named(pd.DataFrame(rows), args.name))
+
+
+def named(table: pd.DataFrame, name: str) -> str:
+    """The table in markdown, "pooled" called `name`, a model that scored none of a group's balls blank."""
+    table = table.astype(object).where(table.notna(), "")
+    table = table.rename(columns=lambda c: c.replace("pooled", name))
+    if "" in table:  # the IPL's table: a row per measure
+        table[""] = table[""].str.replace("pooled", name)
+    return markdown_table(table)
 
 
 if __name__ == "__main__":
