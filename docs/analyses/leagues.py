@@ -39,10 +39,11 @@ def competition_of_matches(data: str) -> pd.Series:
     return tables.matches.set_index(tables.matches["match_id"].astype(str))["competition"]
 
 
-def group_rows(name: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame]) -> dict:
-    row = {"competition": name, "matches": pooled["match_id"].nunique(), "balls": len(pooled)}
+def group_rows(group: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame], name: str = "pooled") -> dict:
+    """One row of the tables: the model under study (`name`) on a group's balls, each other paired with it."""
+    row = {"competition": group, "matches": pooled["match_id"].nunique(), "balls": len(pooled)}
     scored = score(pooled)
-    row["pooled log loss"], row["pooled ECE"] = scored["log_loss"], scored["ece"]
+    row[f"{name} log loss"], row[f"{name} ECE"] = scored["log_loss"], scored["ece"]
     for label, other in others.items():
         keys = list(KEY_COLUMNS)  # the balls both scored, with the pooled table's phase (predict has none)
         mine = other.drop(columns=["phase"], errors="ignore").merge(pooled[[*keys, "phase"]], on=keys)
@@ -52,11 +53,11 @@ def group_rows(name: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame])
         row[f"{label} log loss"], row[f"{label} ECE"] = theirs["log_loss"], theirs["ece"]
         paired = paired_losses(mine, pooled)  # other - pooled, per ball
         boot = match_bootstrap(paired["diff"].to_numpy(), paired["match_id"])
-        row[f"{label} - pooled [95% CI]"] = f"{boot['diff']:+.4f} [{boot['ci_low']:+.4f}, {boot['ci_high']:+.4f}]"
+        row[f"{label} - {name} [95% CI]"] = f"{boot['diff']:+.4f} [{boot['ci_low']:+.4f}, {boot['ci_high']:+.4f}]"
     for what, outcome in RATES.items():
         observed = (pooled["outcome"].astype(str) == outcome).sum()
         predicted = pooled[f"p_{outcome}"].sum()
-        row[f"{what} pred/obs - 1"] = f"{predicted / observed - 1:+.1%}" if observed else "n/a"
+        row[f"{name} {what} pred/obs - 1"] = f"{predicted / observed - 1:+.1%}" if observed else "n/a"
     return row
 
 
@@ -85,27 +86,23 @@ def main() -> None:
     first, last = ipl["season"].min(), ipl["season"].max()
     seasons = f"{first}-{last}" if first != last else f"{first}"
     print(f"#### IPL ({seasons}): {ipl['match_id'].nunique()} matches, {len(ipl):,} balls\n")
-    ipl_row = pd.Series(group_rows(IPL, ipl, others)).drop(["competition", "matches", "balls"])
-    print(named(ipl_row.rename("IPL").rename_axis("").reset_index(), args.name), "\n")
+    ipl_row = pd.Series(group_rows(IPL, ipl, others, args.name)).drop(["competition", "matches", "balls"])
+    print(blank(ipl_row.rename("IPL").rename_axis("").reset_index()), "\n")
 
     counts = pooled.groupby("competition")["match_id"].nunique()
     big = counts[counts >= args.min_matches].sort_values(ascending=False).index
-    rows = [group_rows(name, pooled[pooled["competition"] == name], others) for name in big]
+    rows = [group_rows(group, pooled[pooled["competition"] == group], others, args.name) for group in big]
     rest = pooled[~pooled["competition"].isin(big)]
     if len(rest):
-        rows.append(group_rows(f"other competitions ({rest['competition'].nunique()})", rest, others))
-    rows.append(group_rows("all", pooled, others))
+        rows.append(group_rows(f"other competitions ({rest['competition'].nunique()})", rest, others, args.name))
+    rows.append(group_rows("all", pooled, others, args.name))
     print(f"#### By competition ({args.min_matches}+ matches)\n")
-    print(named(pd.DataFrame(rows), args.name))
+    print(blank(pd.DataFrame(rows)))
 
 
-def named(table: pd.DataFrame, name: str) -> str:
-    """The table in markdown, "pooled" called `name`, a model that scored none of a group's balls blank."""
-    table = table.astype(object).where(table.notna(), "")
-    table = table.rename(columns=lambda c: c.replace("pooled", name))
-    if "" in table:  # the IPL's table: a row per measure
-        table[""] = table[""].str.replace("pooled", name)
-    return markdown_table(table)
+def blank(table: pd.DataFrame) -> str:
+    """The table in markdown, a model that scored none of a group's balls blank."""
+    return markdown_table(table.astype(object).where(table.notna(), ""))
 
 
 if __name__ == "__main__":
