@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: main train baselines dashboard test unit lint format test-all setup benchmark
+.PHONY: main leagues train baselines dashboard test unit lint format test-all setup benchmark
 
 setup: $(STAMP)
 
@@ -25,6 +25,17 @@ main: $(STAMP)
 	$(PY) -m cricket_attn.data.official_results
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
+
+# Every men's T20 league (conf/data/t20.yaml: the IPL archive and ../shared/data/t20s_male_json.zip): the
+# pooled model, then the same fine-tuned on the IPL from its weights, then the baselines on the pooled
+# table, paired with the fine-tuned run. About 3 hours on a 2-core CPU; a stopped step continues with
+# `cricket-attn-train resume=<its folder>` (outputs/leagues/<stamp>/pooled or .../ipl).
+LEAGUES := $(CURDIR)/outputs/leagues/$(shell date +%Y-%m-%d_%H-%M-%S)
+leagues: $(STAMP)
+	$(VENV)/bin/cricket-attn-train data=t20 hydra.run.dir=$(LEAGUES)/pooled
+	$(VENV)/bin/cricket-attn-train data=t20 init_from=$(LEAGUES)/pooled optim.lr=3e-4 \
+		'data.train_competitions=[Indian Premier League]' hydra.run.dir=$(LEAGUES)/ipl
+	$(VENV)/bin/cricket-attn-baselines data=t20
 
 # Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.
 train: $(STAMP)
