@@ -121,12 +121,6 @@ DATA: tuple[Setting, ...] = (
     ("data.phases", "map", *ANY),
     ("data.min_count", "int", *at_least(1)),
     ("data.competition_min_count", "int", *at_least(1)),
-    (
-        "data.competition_weights",
-        "map?",
-        lambda v: all(_number(w) and w >= 0 for w in v.values()),
-        "a mapping of competitions to weights, each a number of 0 or more",
-    ),
     ("data.train_competitions", "list?", *list_of("str", "a list of competitions", allow_empty=False)),
     ("data.rate_strength", "number", *at_least(0)),
     ("data.season_half_life", "number?", *POSITIVE),

@@ -30,8 +30,7 @@ class CricketDataModule(pl.LightningDataModule):
     (cricket_attn.data.histories), taken from the whole table: a history never holds a later match.
     `first_innings` gives each chase every ball of its first innings.
 
-    `competition_weights` multiplies the weight of a competition's training balls (the IPL weighted up in a
-    pooled model: `{Indian Premier League: 3}`); a competition not named counts 1. `train_competitions`
+    `train_competitions`
     (a list) trains and validates on those competitions' innings alone, while the encoder, the rates and
     the teacher are fitted on every training ball as without it: a pooled model fine-tuned on one league
     (`init_from` in conf/config.yaml) sees its features as it did. The test keeps every competition.
@@ -59,7 +58,6 @@ class CricketDataModule(pl.LightningDataModule):
         history_balls: int = 0,
         first_innings: bool = False,
         competition_min_count: int = 5000,
-        competition_weights: Mapping | None = None,
         train_competitions: Sequence[str] | None = None,
     ):
         super().__init__()
@@ -74,7 +72,6 @@ class CricketDataModule(pl.LightningDataModule):
         self.teacher = dict(teacher) if teacher else None
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
-        self.competition_weights = dict(competition_weights or {})
         self.train_competitions = list(train_competitions) if train_competitions else None
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
@@ -130,17 +127,11 @@ class CricketDataModule(pl.LightningDataModule):
             self.datasets["train"] = self.datasets["train"].subset(
                 torch.from_numpy(pd.Series(kept).isin(self.train_competitions).to_numpy(copy=True))
             )
-        if self.season_half_life or self.competition_weights:
+        if self.season_half_life:
             train = self.datasets["train"].tensors
-            rows = train["row"].clamp(min=0)
-            weight = train["mask"].float()
-            if self.season_half_life:
-                season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
-                age = (season.max() - season[rows]).float()  # (N, T) seasons before the latest
-                weight = weight * torch.pow(0.5, age / self.season_half_life)
-            if self.competition_weights:  # e.g. {Indian Premier League: 3}: its balls count three times
-                by_row = fit_on["competition"].astype(object).map(self.competition_weights).fillna(1.0)
-                weight = weight * torch.from_numpy(by_row.to_numpy(dtype="float32"))[rows]
+            season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
+            age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
+            weight = torch.pow(0.5, age / self.season_half_life) * train["mask"]
             # Mean 1 over the training balls, so the loss of a batch (sum of weighted losses over its real
             # balls, divided by their number) is larger for batches of recent innings than of old ones.
             train["weight"] = weight / weight[train["mask"]].mean()

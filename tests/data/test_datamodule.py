@@ -63,22 +63,6 @@ def test_recency_weights_halve_every_half_life(data_config, tmp_path):
     assert "weight" not in dm.datasets["validation"].tensors
 
 
-def test_a_competition_weighted_up_counts_that_many_times(data_config, tmp_path):
-    """Pooled with a second competition (the T20 Blast of 2023), the IPL at weight 3: each IPL training ball
-    weighs three times a Blast ball of the same season, with the weights' mean still 1."""
-    dm = make(data_config, tmp_path, "1347699", competition_weights={"Indian Premier League": 3})
-    t = dm.datasets["train"].tensors
-    rows = t["row"][t["mask"]]
-    train = dm.split.split(dm.tables.deliveries)["train"]
-    train = train[~train["is_super_over"].astype(bool)]
-    competition = train.loc[rows.numpy(), "competition"].astype(str).to_numpy()
-    season = train.loc[rows.numpy(), "season"].to_numpy()
-    w = t["weight"][t["mask"]].numpy()
-    ipl_2023 = w[(competition == "Indian Premier League") & (season == 2023)]
-    assert len(set(ipl_2023.round(6))) == 1 and len(set(w[competition == "T20 Blast"].round(6))) == 1
-    assert abs(ipl_2023[0] / w[competition == "T20 Blast"][0] - 3) < 1e-5 and abs(w.mean() - 1) < 1e-5
-
-
 def test_training_on_some_competitions_keeps_the_encoder_fitted_on_all(data_config, tmp_path):
     """data.train_competitions: the IPL's innings alone train and validate (a BBL match of January 2024
     leaves the validation set), while the encoder is the one every training ball fits; a competition
