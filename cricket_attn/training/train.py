@@ -188,7 +188,7 @@ def load_start(module: BallOutcomeModule, dm: CricketDataModule, path: str) -> N
         module.model.load_state_dict(source.model.state_dict())
     except RuntimeError as err:
         raise ConfigError(f"init_from: {path} has another model shape ({str(err).splitlines()[-1].strip()})") from None
-    log.info("%s: starting from %s", "init_from", path)
+    log.info("init_from: starting from %s", path)
 
 
 def unreadable(path: Path) -> str | None:
