@@ -45,7 +45,8 @@ class Vocab:
         return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count and k != UNK))
 
     def encode(self, values: pd.Series) -> np.ndarray:
-        return values.astype(object).fillna(UNK).astype(str).map(self.index).fillna(0).to_numpy(dtype=np.int64)
+        codes = values.astype(object).fillna(UNK).astype(str).map(self.index).fillna(0)
+        return codes.to_numpy(dtype=np.int64, copy=True)  # writable: tensors are made from it
 
     def __len__(self) -> int:
         return len(self.tokens)
