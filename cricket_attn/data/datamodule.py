@@ -30,10 +30,10 @@ class CricketDataModule(pl.LightningDataModule):
     (cricket_attn.data.histories), taken from the whole table: a history never holds a later match.
     `first_innings` gives each chase every ball of its first innings.
 
-    `train_competitions`
-    (a list) trains and validates on those competitions' innings alone, while the encoder, the rates and
-    the teacher are fitted on every training ball as without it: a pooled model fine-tuned on one league
-    (`init_from` in conf/config.yaml) sees its features as it did. The test keeps every competition.
+    `train_competitions` (a list) trains and validates on those competitions' innings alone, while the
+    encoder, the rates and the teacher are fitted on every training ball as without it: a pooled model
+    fine-tuned on one league (`init_from` in conf/config.yaml) sees its features as it did. The test keeps
+    every competition.
 
     `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
     teacher's out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry

@@ -462,6 +462,13 @@ def preflight(cfg: DictConfig) -> None:
                 f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
                 f"{name} seasons (the data has seasons {have})"
             )
+    for name in cfg.data.get("train_competitions") or []:
+        if not (parts["train"]["competition"] == name).any():
+            known = ", ".join(parts["train"]["competition"].astype(str).value_counts().index[:5])
+            raise ConfigError(
+                f"data.train_competitions: {name!r} has no deliveries in the training seasons "
+                f"(the most frequent there: {known})"
+            )
     check_data_fits_model(tables.deliveries, model)
 
 

@@ -241,6 +241,11 @@ def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys):
             "data.split.validation=[2021]: no deliveries in the validation seasons",
         ),
         (["data.sources=[/no/such/matches.json]"], "data.sources: /no/such/matches.json: no such file or folder"),
+        (
+            ["data.train_competitions=[SA20]"],
+            "data.train_competitions: 'SA20' has no deliveries in the training seasons (the most frequent "
+            "there: Indian Premier League)",
+        ),
     ],
 )
 def test_config_errors_fail_before_any_work_and_leave_no_run(tmp_path, overrides, message):
