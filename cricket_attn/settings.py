@@ -235,12 +235,9 @@ _ABSENT = object()
 
 
 def shown(value: Any) -> str:
-    """A value as a refusal shows it: null for None, strings quoted, a mapping of numbers, strings or
-    flags whole, any other mapping by its names."""
+    """A value as a refusal shows it: null for None, strings quoted, a mapping by its names."""
     if isinstance(value, Mapping):
-        if not all(v is None or isinstance(v, (str, int, float, bool)) for v in value.values()):
-            return "{" + ", ".join(map(str, value)) + "}"
-        return "{" + ", ".join(f"{k}: {shown(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(map(str, value)) + "}"
     return "null" if value is None else repr(value)
 
 
