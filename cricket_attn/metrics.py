@@ -51,9 +51,7 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
         "brier": float(brier_score_loss(y, p, labels=labels)),
         "accuracy": float(accuracy_score(y, p.argmax(axis=1))),
         "ece": float(
-            multiclass_calibration_error(
-                torch.from_numpy(p), torch.from_numpy(y), len(OUTCOMES), n_bins=ECE_BINS, norm="l1"
-            )
+            multiclass_calibration_error(torch.tensor(p), torch.tensor(y), len(OUTCOMES), n_bins=ECE_BINS, norm="l1")
         ),
         "deliveries": float(len(frame)),
     }

@@ -12,7 +12,8 @@ better).
 Tables printed (markdown): the IPL 2025-2026 balls; then each competition with at least `--min-matches`
 matches among the scored balls (the rest together as "other competitions"): log loss and ECE of each model,
 the paired differences, and the pooled model's predicted against observed wickets, fours and sixes
-(relative error: predicted / observed - 1).
+(relative error: predicted / observed - 1, with a 95% interval from resampling whole matches: the
+observed rate of a few dozen matches moves by chance too).
 """
 
 from __future__ import annotations
@@ -24,19 +25,26 @@ import pandas as pd
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
-from cricket_attn.metrics import KEY_COLUMNS, markdown_table, match_bootstrap, paired_losses, score
+from cricket_attn.metrics import (
+    KEY_COLUMNS,
+    markdown_table,
+    match_bootstrap,
+    match_bootstrap_sums,
+    paired_losses,
+    score,
+)
 
 IPL = "Indian Premier League"
 RATES = {"wickets": "wicket", "fours": "4", "sixes": "6"}
 
 
-def competition_of_matches(data: str) -> pd.Series:
-    """match_id -> competition, from the data config's tables (its parquet cache)."""
+def matches_of(data: str) -> pd.DataFrame:
+    """Each match's competition and season by match_id, from the data config's tables (its parquet cache)."""
     cfg = load_data_config(data)
     tables = load_tables(
         configured_sources(cfg.sources), PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)
     )
-    return tables.matches.set_index(tables.matches["match_id"].astype(str))["competition"]
+    return tables.matches.set_index(tables.matches["match_id"].astype(str))[["competition", "season"]]
 
 
 def group_rows(group: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame], name: str = "pooled") -> dict:
@@ -55,9 +63,18 @@ def group_rows(group: str, pooled: pd.DataFrame, others: dict[str, pd.DataFrame]
         boot = match_bootstrap(paired["diff"].to_numpy(), paired["match_id"])
         row[f"{label} - {name} [95% CI]"] = f"{boot['diff']:+.4f} [{boot['ci_low']:+.4f}, {boot['ci_high']:+.4f}]"
     for what, outcome in RATES.items():
-        observed = (pooled["outcome"].astype(str) == outcome).sum()
-        predicted = pooled[f"p_{outcome}"].sum()
-        row[f"{name} {what} pred/obs - 1"] = f"{predicted / observed - 1:+.1%}" if observed else "n/a"
+        hit = (pooled["outcome"].astype(str) == outcome).astype(float)
+        observed = hit.groupby(pooled["match_id"], sort=False).sum()
+        predicted = pooled.groupby("match_id", sort=False)[f"p_{outcome}"].sum()
+        if not observed.sum():
+            row[f"{name} {what} pred/obs - 1"] = "n/a"
+            continue
+        # predicted / observed over the group, the interval resampling whole matches: how far off the
+        # prediction is, given how much the observed rate of so few matches moves by chance
+        ratio = match_bootstrap_sums(predicted.to_numpy(), observed.to_numpy())
+        row[f"{name} {what} pred/obs - 1"] = (
+            f"{ratio['diff'] - 1:+.1%} [{ratio['ci_low'] - 1:+.1%}, {ratio['ci_high'] - 1:+.1%}]"
+        )
     return row
 
 
@@ -71,12 +88,13 @@ def main() -> None:
     parser.add_argument("--season", type=int, action="append", help="only these seasons (default: all scored)")
     args = parser.parse_args()
 
-    competition = competition_of_matches(args.data)
+    matches = matches_of(args.data)
     read = lambda path: pd.read_parquet(path).astype({"match_id": str})
     pooled = read(args.pooled)
+    for column in ("competition", "season"):  # predict's output has neither
+        pooled[column] = pooled["match_id"].map(matches[column])
     if args.season:
         pooled = pooled[pooled["season"].isin(args.season)]
-    pooled["competition"] = pooled["match_id"].map(competition)
     others = dict(spec.split("=", 1) for spec in args.against)
     others = {label: read(path) for label, path in others.items()}
     if args.name in others:
