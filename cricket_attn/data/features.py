@@ -54,8 +54,11 @@ def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
             return names
         ids = d[f"{column}_id"].astype(object).to_numpy()
         return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
-    if column == "venue":
-        return venue_key(d["venue"], d["city"] if "city" in d else None)
+    if column == "venue":  # worked out once per (venue, city) as written: a few thousand, not millions
+        written = d[["venue", "city"] if "city" in d else ["venue"]].astype(object)
+        code = written.groupby(list(written.columns), sort=False, dropna=False).ngroup().to_numpy()
+        pairs = written.drop_duplicates()  # in order of first appearance, as the group numbers
+        return venue_key(pairs["venue"], pairs["city"] if "city" in pairs else None)[code]
     return d[column].astype(str).to_numpy(dtype=object)
 
 
