@@ -104,6 +104,9 @@ def under(prefix: str, settings: Iterable[Setting]) -> tuple[Setting, ...]:
     return tuple((f"{prefix}.{key}", *rest) for key, *rest in settings)
 
 
+# Records as of the day (cricket_attn.data.records.RecordSettings): shrinkages in balls, a half-life in days.
+RECORDS = ("competition_strength", "rate_strength", "half_life_days")
+
 # conf/data (the training data, shared by cricket-attn-train and cricket-attn-baselines).
 DATA: tuple[Setting, ...] = (
     (
@@ -131,6 +134,8 @@ DATA: tuple[Setting, ...] = (
     ("data.seed", "int", *SEED),
     ("data.history_balls", "int", *at_least(0)),
     ("data.first_innings", "bool", *ANY),
+    ("data.records", "map?", lambda v: set(v) <= set(RECORDS), f"a mapping of {', '.join(RECORDS)}, or null"),
+    *under("data.records", tuple((key, "number", *POSITIVE) for key in RECORDS)),
     ("data.teacher", "map?", *ANY),
     ("data.teacher.weight", "number", *between(0, 1)),
     ("data.teacher.folds", "int", *at_least(2)),

@@ -57,6 +57,8 @@ def test_every_shipped_config_passes_its_table(name, overrides):
         ("config", "data.sources=matches.zip", "data.sources='matches.zip': must be a list, or null"),
         ("config", "data.train_competitions=[]", "data.train_competitions=[]: must be a list of competitions"),
         ("config", "data.teacher.folds=1", "data.teacher.folds=1: must be at least 2"),
+        ("config", "data.records={half_life: 365}", "data.records={half_life}: must be a mapping of"),
+        ("config", "data.records={rate_strength: 0}", "data.records.rate_strength=0: must be positive"),
         ("config", "data.teacher.model.learning_rate=0", "data.teacher.model.learning_rate=0: must be positive"),
         ("config", "callbacks.model_checkpoint=null", "callbacks.model_checkpoint=null: must be a mapping"),
         ("config", "callbacks.early_stopping.mode=low", "callbacks.early_stopping.mode='low': must be one of min, max"),

@@ -59,6 +59,7 @@ class CricketDataModule(pl.LightningDataModule):
         first_innings: bool = False,
         competition_min_count: int = 5000,
         train_competitions: Sequence[str] | None = None,
+        records: Mapping | None = None,
     ):
         super().__init__()
         self.sources = configured_sources(sources)
@@ -73,6 +74,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
         self.train_competitions = list(train_competitions) if train_competitions else None
+        self.records = dict(records) if records else None
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -92,7 +94,7 @@ class CricketDataModule(pl.LightningDataModule):
         if self.refit:
             labels = self.split.label(deliveries["season"])
             fit_on = deliveries[labels.isin(["train", "validation"])].reset_index(drop=True)
-        # Players' histories come from every delivery there is: each ball's holds only earlier matches.
+        # Players' histories and records come from every delivery there is: each ball's hold only earlier matches.
         if self.encoder is None:
             self.encoder, train_set = SequenceEncoder.fit_encode(
                 fit_on,
@@ -102,10 +104,11 @@ class CricketDataModule(pl.LightningDataModule):
                 deliveries,
                 self.first_innings,
                 self.competition_min_count,
+                self.records,
             )
         else:  # restored from a checkpoint
-            if self.encoder.history_balls:
-                self.encoder.attach_histories(deliveries)
+            if self.encoder.reads_known:
+                self.encoder.attach_known(deliveries)
             train_set = self.encoder.encode(fit_on, out_of_fold=True)
         validation = parts["validation"]
         if self.train_competitions:
@@ -185,5 +188,5 @@ class CricketDataModule(pl.LightningDataModule):
         (Lightning restores this after it), they are attached again from the tables, as `setup` does."""
         if "encoder" in state:
             self.encoder = SequenceEncoder.from_dict(state["encoder"])
-            if self.encoder.history_balls and self.tables is not None:
-                self.encoder.attach_histories(self.tables.deliveries)
+            if self.encoder.reads_known and self.tables is not None:
+                self.encoder.attach_known(self.tables.deliveries)

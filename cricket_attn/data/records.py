@@ -25,6 +25,12 @@ from cricket_attn.data.histories import days
 from cricket_attn.laws import N_OUTCOMES
 
 ROLES = ("batter", "bowler", "venue", "competition")  # whose records the book keeps
+# What a ball reads of each (`RecordBook.block`): a player his career and recent observed-over-expected by
+# class, his balls in each and how long since he last played; a venue its career effect and balls; a
+# competition its mix against the pool's, its recent drift from its own mix, and its balls.
+BLOCK_WIDTHS = {"batter": 2 * N_OUTCOMES + 3, "bowler": 2 * N_OUTCOMES + 3, "venue": N_OUTCOMES + 1,
+                "competition": 2 * N_OUTCOMES + 1}  # fmt: skip
+LONG_AGO = 3650  # days: "since he last played" for a player who never has, and the most it reads
 DAY_BITS = 20  # a table key is code << DAY_BITS | day (days since 1970: below 2^20 until the year 4840)
 
 
@@ -149,6 +155,40 @@ class RecordBook:
         counts, _ = self._mix.before(_cell(competition, phase), day)
         strength = self.settings.competition_strength
         return (counts + strength * pool) / (counts.sum(axis=1, keepdims=True) + strength)
+
+    def career_mix(self, competition: np.ndarray, day: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(competition's, pool's) outcome mixes over every phase from the balls of earlier days, (Q, C)
+        each: the competition's shrunk towards the pool's as `mix` does."""
+        counts = sum(self._mix.before(_cell(competition, np.full(len(day), p)), day)[0] for p in range(len(PHASES)))
+        pooled = sum(self._pool.before(np.full(len(day), str(p), dtype=object), day)[0] for p in range(len(PHASES)))
+        pool = (pooled + 1) / (pooled.sum(axis=1, keepdims=True) + N_OUTCOMES)
+        strength = self.settings.competition_strength
+        return (counts + strength * pool) / (counts.sum(axis=1, keepdims=True) + strength), pool
+
+    def block(self, role: str, keys: np.ndarray, day: np.ndarray) -> np.ndarray:
+        """(N, BLOCK_WIDTHS[role]) float32: what a ball reads of its `role`'s record as of its date, for each
+        (key, day) given; worked out once per distinct pair."""
+        pairs = pd.DataFrame({"key": pd.Series(keys, dtype=object).astype(str), "day": np.asarray(day, np.int64)})
+        row = pairs.groupby(["key", "day"], sort=False).ngroup().to_numpy()
+        pairs = pairs.drop_duplicates()  # in order of first appearance, as the group numbers
+        keys, day = pairs["key"].to_numpy(dtype=object), pairs["day"].to_numpy()
+        record, strength = self.before(role, keys, day), self.settings.rate_strength
+        balls = [np.log1p(record.balls)[:, None]]
+        if role == "competition":
+            mix, pool = self.career_mix(keys, day)
+            parts = [np.log(mix / pool), record.effect(strength, recent=True), *balls]
+        elif role == "venue":
+            parts = [record.effect(strength), *balls]
+        else:
+            since = np.where(record.last_day >= 0, np.minimum(day - record.last_day, LONG_AGO), LONG_AGO)
+            parts = [
+                record.effect(strength),
+                record.effect(strength, recent=True),
+                *balls,
+                np.log1p(record.recent_balls)[:, None],
+                np.log1p(since)[:, None],
+            ]
+        return np.hstack(parts).astype(np.float32)[row]
 
     def before(self, role: str, keys: np.ndarray, day: np.ndarray) -> Record:
         """The records of `keys` in `role` (one of ROLES) from their balls of days before `day`."""

@@ -16,6 +16,7 @@ import torch
 
 from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, entity_key, match_state
 from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
+from cricket_attn.data.records import BLOCK_WIDTHS, RecordBook, RecordSettings
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 
 # The unknown player (or venue): no name at all. Any text, "<unk>" too, can be a player's name in a match
@@ -75,7 +76,7 @@ class SequenceEncoder:
     history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
     first_innings: bool = False  # each chase sequence also gets every ball of its match's first innings
     # Where those come from: every player's balls in each role (`HistoryStore`), built from the whole
-    # deliveries table, not saved with the encoder (`attach_histories`).
+    # deliveries table, not saved with the encoder (`attach_known`).
     histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
     # Each store's opponents as ids in the other role's vocabulary, encoded once when attached.
     history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
@@ -83,6 +84,11 @@ class SequenceEncoder:
     team_types: Vocab | None = None
     keyed_by: str = "registry"
     names: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    # With `records` (RecordSettings as a dict), each ball reads its batter's, bowler's, venue's and
+    # competition's records as of its match's date (`RecordBook.block`) in place of rates fitted on the
+    # training seasons; the book is built from every known match, not saved with the encoder (`attach_known`).
+    records: dict | None = None
+    record_book: RecordBook | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0) -> SequenceEncoder:
@@ -109,11 +115,12 @@ class SequenceEncoder:
         known: pd.DataFrame | None = None,
         first_innings: bool = False,
         competition_min_count: int = 5000,
+        records: dict | None = None,
     ) -> tuple[SequenceEncoder, BallSequences]:
         """Fit on the training deliveries and encode them (out of fold), computing their features once.
         A competition with fewer than `competition_min_count` training deliveries shares the unknown's.
-        With `history_balls`, players' histories come from `known` (every delivery there is: a history
-        only ever holds matches before the ball's, so later seasons never leak into earlier balls)."""
+        With `history_balls` or `records`, players' histories and records come from `known` (every delivery
+        there is: both only ever hold matches before the ball's, so later seasons never reach earlier balls)."""
         if history_balls < 0:
             raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
         train = train[~train["is_super_over"].astype(bool)]
@@ -124,16 +131,17 @@ class SequenceEncoder:
             competitions=Vocab.fit(train["competition"], competition_min_count),
             team_types=Vocab.fit(train["team_type"], 1),
             names={role: latest_keys(train, role) for role in ("batter", "bowler")},
-            rates={c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
+            rates={} if records else {c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0),
             std=np.ones(0),
             first_season=int(train["season"].min()),
             last_season=int(train["season"].max()),
             history_balls=history_balls,
             first_innings=first_innings,
+            records=None if records is None else RecordSettings(**records).to_dict(),
         )
-        if history_balls:
-            enc.attach_histories(train if known is None else known)
+        if enc.reads_known:
+            enc.attach_known(train if known is None else known)
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
         wide = numeric.astype(np.float64)  # float32 sums would give a constant column a spread of rounding
@@ -148,18 +156,51 @@ class SequenceEncoder:
         return enc, enc._sequences(train, state, numeric)
 
     def numeric(self, d: pd.DataFrame, state: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
-        """Match state and rates, unscaled, (N, F). `out_of_fold` for the training rows the rates
-        were fitted on, so that no row's features contain its own outcome."""
-        rates = [r.out_of_fold(d) if out_of_fold else r.transform(d) for r in self.rates.values()]
-        return np.hstack([state.to_numpy(), *rates]).astype(np.float32)
+        """Match state and what each ball reads of its batter, bowler, venue and competition, unscaled,
+        (N, F). `out_of_fold` for the training rows rates were fitted on, so that no row's features contain
+        its own outcome (records need none: they hold earlier matches only)."""
+        keyed = [self.key_features(column, d, out_of_fold) for column in self.key_columns]
+        return np.hstack([state.to_numpy(), *keyed]).astype(np.float32)
 
-    def rate_start(self, column: str) -> int:
-        """Where `column`'s rates ("batter", "bowler" or "venue") begin among the numeric features: after
-        the match state, in the order of `rates`, each outcome's log-ratio and log(1 + n)."""
-        return len(STATE_COLUMNS) + list(self.rates).index(column) * (N_OUTCOMES + 1)
+    @property
+    def key_columns(self) -> list[str]:
+        """Whose features follow the match state, in order: those with rates, or every one of RATE_COLUMNS."""
+        return list(self.rates) if self.records is None else list(RATE_COLUMNS)
 
-    def attach_histories(self, known: pd.DataFrame) -> None:
-        """Build the players' histories the encoder reads from the deliveries `known`."""
+    def key_features(self, column: str, d: pd.DataFrame, out_of_fold: bool = False) -> np.ndarray:
+        """(N, k) what each row of `d` reads of its `column` ("batter", "bowler", "venue", "competition"):
+        its rates fitted on the training seasons, or with `records` its record as of the row's `date`."""
+        if self.records is None:
+            rates = self.rates[column]
+            return rates.out_of_fold(d) if out_of_fold else rates.transform(d)
+        if self.record_book is None:
+            raise ValueError("the encoder reads records but no record book is attached: call attach_known")
+        return self.record_book.block(column, self.key(d, column).to_numpy(), days(d["date"]))
+
+    def block_start(self, column: str) -> int:
+        """Where `column`'s features begin among the numeric features: after the match state, in the order
+        of `key_columns`."""
+        widths = [BLOCK_WIDTHS[c] if self.records else N_OUTCOMES + 1 for c in self.key_columns]
+        return len(STATE_COLUMNS) + sum(widths[: self.key_columns.index(column)])
+
+    @property
+    def reads_known(self) -> bool:
+        """Whether the encoder reads earlier matches (players' histories, records): `attach_known` first."""
+        return bool(self.history_balls) or self.records is not None
+
+    @property
+    def known_attached(self) -> bool:
+        return (not self.history_balls or self.histories is not None) and (
+            self.records is None or self.record_book is not None
+        )
+
+    def attach_known(self, known: pd.DataFrame) -> None:
+        """Build what the encoder reads of earlier matches from the deliveries `known`: the players'
+        histories (with `history_balls`) and the record book (with `records`)."""
+        if self.records is not None:
+            self.record_book = RecordBook(known, RecordSettings(**self.records))
+        if not self.history_balls:
+            return
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
         vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
         opponent = "opponent_name" if self.keyed_by == "name" else "opponent"
@@ -174,7 +215,7 @@ class SequenceEncoder:
         if self.histories is None:
             raise ValueError(
                 "the encoder reads players' histories (history_balls="
-                f"{self.history_balls}) but none are attached: call attach_histories(deliveries)"
+                f"{self.history_balls}) but none are attached: call attach_known(deliveries)"
             )
         keys = ("match_id", "innings")
         per_ball, per_sequence = {}, {}
@@ -220,7 +261,7 @@ class SequenceEncoder:
         (or the unknown, UNK) has none. A player is his registry id in `ids` (the match's), else the player
         of that name who played last."""
         if self.histories is None:
-            raise ValueError("the encoder reads players' histories but none are attached: call attach_histories")
+            raise ValueError("the encoder reads players' histories but none are attached: call attach_known")
         store, ids = self.histories[role], ids or {}
         keys = np.array([ids.get(name) or store.names.get(name, name) for name in names], dtype=object)
         day = np.full(len(names), days(pd.Series([pd.Timestamp(date)]))[0])
@@ -316,6 +357,7 @@ class SequenceEncoder:
             "team_types": None if self.team_types is None else self.team_types.tokens,
             "keyed_by": self.keyed_by,
             "names": self.names,
+            "records": self.records,
         }
 
     @classmethod
@@ -352,6 +394,7 @@ class SequenceEncoder:
             team_types=None if d.get("team_types") is None else Vocab(d["team_types"]),
             keyed_by=d.get("keyed_by", "name"),
             names=d.get("names", {}),
+            records=d.get("records"),
         )
 
     def model_dims(self) -> dict:

@@ -49,8 +49,8 @@ def evaluate(args: argparse.Namespace) -> dict[str, float]:
         raise SystemExit(
             f"cricket-attn-evaluate: the {args.split} split has no deliveries in {sources or 'the IPL archive'}"
         )
-    if trained.encoder.history_balls:  # players' histories from every match there is, as in training
-        trained.encoder.attach_histories(tables.deliveries)
+    if trained.encoder.reads_known:  # players' histories and records from every match there is, as in training
+        trained.encoder.attach_known(tables.deliveries)
     scored = trained.score(part, desc=f"scoring the {args.split} split")
     if args.no_log:
         metrics = score(scored)

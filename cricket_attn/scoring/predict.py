@@ -195,11 +195,11 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     summary.skipped += [f"{reason}; not scored" for reason in refused]
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
-    if trained.encoder.history_balls or args.recent_level or args.form:  # earlier matches: the archive too
+    if trained.encoder.reads_known or args.recent_level or args.form:  # earlier matches: the archive too
         archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
         known = known_deliveries(tables.deliveries, archive.deliveries)
-    if trained.encoder.history_balls:  # players' histories, as in training
-        trained.encoder.attach_histories(known)
+    if trained.encoder.reads_known:  # players' histories and records, as in training
+        trained.encoder.attach_known(known)
     out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
     if args.recent_level or args.form:
         levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form, scored=out)

@@ -50,8 +50,8 @@ class TrainedModel:
     def score(self, deliveries: pd.DataFrame, desc: str | None = None) -> pd.DataFrame:
         """`score_deliveries` with this model; `desc` names a progress bar (on a terminal). A model that
         reads players' histories takes them from these deliveries, unless some are attached already."""
-        if self.encoder.history_balls and self.encoder.histories is None:
-            self.encoder.attach_histories(deliveries)
+        if not self.encoder.known_attached:
+            self.encoder.attach_known(deliveries)
         return score_deliveries(self.model, self.encoder, deliveries, desc=desc)
 
 

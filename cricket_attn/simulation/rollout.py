@@ -69,10 +69,10 @@ class Simulator:
                 "this model reads the first innings as context; the simulator's state does not give "
                 "it that context yet (simulate with a model trained without it)"
             )
-        if self.encoder.history_balls and self.encoder.histories is None:
+        if not self.encoder.known_attached:
             raise ValueError(
-                "this model reads players' histories: attach them to its encoder "
-                "(`attach_histories`, or `Simulator.build`)"
+                "this model reads players' histories or records: attach them to its encoder "
+                "(`attach_known`, or `Simulator.build`)"
             )
 
     @classmethod
@@ -87,8 +87,8 @@ class Simulator:
     ) -> Simulator:
         """The scorebook from the model's training seasons of the deliveries `known`, the bowler rule's
         usage from all of them (each match reads only the matches before its own), `spread` and `form`."""
-        if encoder.history_balls and encoder.histories is None:
-            encoder.attach_histories(known)  # each match reads only the matches before its own
+        if not encoder.known_attached:
+            encoder.attach_known(known)  # each match reads only the matches before its own
         seasons = known["season"].between(encoder.first_season, encoder.last_season)
         if not seasons.any():
             raise ValueError(

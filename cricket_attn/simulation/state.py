@@ -190,19 +190,20 @@ class InningsState:
         bat_keys, bowl_keys = setup.player_keys(encoder, "batter", bat), setup.player_keys(encoder, "bowler", bowl)
         self.batter_ids = torch.as_tensor(encoder.batters.encode(pd.Series(bat_keys, dtype=object)))
         self.bowler_ids = torch.as_tensor(encoder.bowlers.encode(pd.Series(bowl_keys, dtype=object)))
-        rates = encoder.rates
-        self.batter_rates = torch.as_tensor(
-            rates["batter"].transform(pd.DataFrame({"batter": bat_keys})), dtype=torch.float64
+        if encoder.records is not None and setup.date is None:
+            raise ValueError("the model reads records, which are as of the match's date: the innings setup has no date")
+        date = {"date": pd.Timestamp(setup.date)} if setup.date is not None else {}
+        # What each slot's player and the match's venue and competition give the model, as in training
+        # (`SequenceEncoder.key_features`: rates, or records as of the match's date).
+        keyed = lambda column, frame: torch.as_tensor(
+            encoder.key_features(column, pd.DataFrame(frame).assign(**date)), dtype=torch.float64
         )
-        self.bowler_rates = torch.as_tensor(
-            rates["bowler"].transform(pd.DataFrame({"bowler": bowl_keys})), dtype=torch.float64
-        )
+        self.batter_rates = keyed("batter", {"batter": bat_keys})
+        self.bowler_rates = keyed("bowler", {"bowler": bowl_keys})
         match = pd.DataFrame({"venue": [setup.venue], "city": [setup.city], "competition": [setup.competition]})
-        # The match's own rates (the venue's, the competition's), the same for every ball, in the encoder's order.
+        # The match's own (the venue's, the competition's), the same for every ball, in the encoder's order.
         self.match_rates = {
-            column: torch.as_tensor(rates[column].transform(match)[0], dtype=torch.float64)
-            for column in rates
-            if column not in ("batter", "bowler")
+            column: keyed(column, match)[0] for column in encoder.key_columns if column not in ("batter", "bowler")
         }
         self.venue_id = int(encoder.venues.encode(encoder.key(match, "venue"))[0])
         kinds = encoder.competitions, encoder.team_types
@@ -284,7 +285,7 @@ class InningsState:
         out = []
         parts = {"batter": self.batter_rates, "bowler": self.bowler_rates, **self.match_rates}
         for column, part in parts.items():
-            start = self.encoder.rate_start(column)
+            start = self.encoder.block_start(column)
             at = slice(start, start + part.size(-1))
             out.append((start, (part.float() - self.mean[at]) / self.std[at]))
         return out

@@ -124,7 +124,7 @@ def test_a_model_of_one_league_names_the_competitions_and_grounds_it_does_not_kn
     assert (encoded["competition"][encoded["mask"]] == 0).all()  # the unknown: the model adds nothing for it
     # One league's competition rates never varied in training: another league's are read as 0, not as a
     # value many spreads away (a float32 spread of rounding would make it thousands).
-    start = encoder.rate_start("competition")
+    start = encoder.block_start("competition")
     assert np.isinf(encoder.std[start:]).all() and (encoded["numeric"][..., start:] == 0).all()
     assert np.abs(encoded["numeric"][encoded["mask"]].numpy()).max() < 50
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from cricket_attn.data.features import entity_key
+from cricket_attn.data.features import entity_key, match_state
 from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder, Vocab
 from cricket_attn.data.splits import SeasonSplit
-from cricket_attn.laws import START_OF_INNINGS
+from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 from cricket_attn.model import CricketTransformer, ModelConfig
 
 
@@ -172,10 +172,10 @@ def test_players_histories_in_the_batches(deliveries, parts):
     assert (outcome >= -1).all() and (outcome < 10).all() and (outcome >= 0).any()  # some 2025-26 batters played before
     # The same test balls, with only the matches up to the test seasons known: identical inputs.
     earlier = deliveries[deliveries["season"] <= parts["test"]["season"].max()]
-    enc.attach_histories(earlier[earlier["date"] <= parts["test"]["date"].max()])
+    enc.attach_known(earlier[earlier["date"] <= parts["test"]["date"].max()])
     again = enc.encode(parts["test"]).collate(list(range(len(test))))
     assert all(torch.equal(batch[k], again[k]) for k in batch)
-    enc.attach_histories(deliveries[deliveries["season"] < parts["test"]["season"].min()])  # only earlier seasons
+    enc.attach_known(deliveries[deliveries["season"] < parts["test"]["season"].min()])  # only earlier seasons
     fewer = enc.encode(parts["test"]).collate(list(range(len(test))))
     first_day = parts["test"]["date"].min()
     firsts = np.isin(names["date"].to_numpy()[rows], [first_day])
@@ -239,3 +239,42 @@ def test_an_encoder_saved_before_the_league_step_encodes_as_it_did(fixture_table
     for column in ("batter", "bowler", "venue"):
         assert t[column][mask].tolist() == expected[column], column
     assert np.allclose(t["numeric"][mask].double().sum(0).numpy(), expected["numeric_sum"], rtol=1e-6, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def records_encoder(deliveries, parts):
+    """Fitted on the training seasons, reading records as of each match's date from every fixture match."""
+    return SequenceEncoder.fit_encode(parts["train"], min_count=5, known=deliveries, records={})[0]
+
+
+def test_a_training_ball_and_a_test_ball_read_records_by_one_rule(records_encoder, encoder, parts):
+    """A training ball's inputs are what the same ball would get as a test ball: no out-of-fold trick,
+    as nothing of its own match or a later one is in its record (rates need one, and differ)."""
+    train = parts["train"][~parts["train"]["is_super_over"]]
+    state = match_state(train, records_encoder.last_season)
+    as_trained = records_encoder.numeric(train, state, out_of_fold=True)
+    assert np.array_equal(as_trained, records_encoder.numeric(train, state))
+    assert not np.array_equal(encoder.numeric(train, state, out_of_fold=True), encoder.numeric(train, state))
+    start = records_encoder.block_start("batter")
+    assert as_trained.shape[1] == start + 2 * (2 * N_OUTCOMES + 3) + (N_OUTCOMES + 1) + (2 * N_OUTCOMES + 1)
+    assert (as_trained[:, start] != 0).any()  # batters with earlier fixture balls have a record
+
+
+def test_later_matches_never_change_earlier_inputs(records_encoder, deliveries, parts):
+    cut = parts["validation"]["date"].max()
+    earlier = deliveries[deliveries["date"] <= cut]
+    blind = SequenceEncoder.from_dict(records_encoder.to_dict())  # the same encoder, from plain Python
+    blind.attach_known(earlier)  # knowing nothing after the validation season
+    for part in ("train", "validation"):
+        a, b = records_encoder.encode(parts[part]), blind.encode(parts[part])
+        assert torch.equal(a.tensors["numeric"], b.tensors["numeric"]), part
+    test_a, test_b = records_encoder.encode(parts["test"]), blind.encode(parts["test"])
+    assert torch.equal(test_a.tensors["mask"], test_b.tensors["mask"])
+    assert not torch.equal(test_a.tensors["numeric"], test_b.tensors["numeric"])  # 2026 reads 2025's matches
+
+
+def test_an_encoder_reading_records_needs_its_book(records_encoder, parts):
+    saved = SequenceEncoder.from_dict(records_encoder.to_dict())
+    assert saved.records == records_encoder.records and saved.reads_known and not saved.known_attached
+    with pytest.raises(ValueError, match="no record book is attached: call attach_known"):
+        saved.encode(parts["test"])

@@ -412,7 +412,7 @@ def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
     with_history = pd.read_csv(out)
     trained = load_trained(results["checkpoint"])
     everything = build_tables(iter_match_files([FIXTURES]), PhaseRules.from_config(load_data_config("ipl").phases))
-    trained.encoder.attach_histories(everything.deliveries)
+    trained.encoder.attach_known(everything.deliveries)
     d = everything.deliveries
     expected = trained.score(d[d["match_id"] == "1527675"])
     assert np.allclose(

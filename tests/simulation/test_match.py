@@ -135,7 +135,7 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(
 
     sim = fixture_simulator
     encoder = replace(sim.encoder, history_balls=8)
-    encoder.attach_histories(deliveries)
+    encoder.attach_known(deliveries)
     torch.manual_seed(2)
     model = CricketTransformer(
         ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16, n_heads=2, n_layers=2)

@@ -13,10 +13,11 @@ COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "lega
             "phase", "batter_balls", "bowler_balls")  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def encoder(deliveries):
+@pytest.fixture(scope="module", params=[None, {}], ids=["rates", "records"])
+def encoder(deliveries, request):
+    """Fitted on the seasons to 2023: with rates of those seasons, or with records as of each match's date."""
     train = deliveries[deliveries["season"] <= 2023]
-    return SequenceEncoder.fit(train, min_count=5)
+    return SequenceEncoder.fit_encode(train, min_count=5, known=deliveries, records=request.param)[0]
 
 
 def regular_innings(deliveries):
@@ -123,7 +124,8 @@ def test_a_side_listed_by_name_is_known_by_this_matchs_registry_ids(fixture_tabl
     opener = setup.batting[0]
     misled = SequenceEncoder.from_dict(encoder.to_dict())
     misled.names["batter"][opener] = "someone-else"  # the last player of that name, another man
+    misled.histories, misled.record_book = encoder.histories, encoder.record_book  # what it reads of known matches
     state = InningsState(setup, misled, phases, 1, 0.0)
     assert state.batter_ids[0] == encoder.batters.encode(pd.Series([registry[opener]]))[0] > 0
-    own = encoder.rates["batter"].transform(pd.DataFrame({"batter": [registry[opener]]}))[0]
+    own = encoder.key_features("batter", pd.DataFrame({"batter": [registry[opener]], "date": [setup.date]}))[0]
     assert np.allclose(state.batter_rates[0].numpy(), own)

@@ -267,24 +267,31 @@ def test_a_source_with_nothing_to_train_on_is_one_error_before_any_work(tmp_path
 
 
 def test_a_model_reading_context_trains_and_serves(tmp_path):
-    """data.history_balls and data.first_innings: the run trains and tests; the checkpoint, served on the
-    test matches with the histories of every match known (as cricket-attn-evaluate attaches them), gives
-    the report's numbers."""
+    """data.history_balls, data.first_innings and data.records: the run trains and tests; the checkpoint,
+    served on the test matches with the histories and records of every match known (as cricket-attn-evaluate
+    attaches them), gives the report's numbers."""
     import hydra
 
     from cricket_attn.metrics import score
     from cricket_attn.scoring.serving import from_checkpoint
 
     cfg = tiny_train_config(
-        tmp_path, "data.history_balls=8", "data.first_innings=true", "~logger", "refit=false", "calibrate=false"
+        tmp_path,
+        "data.history_balls=8",
+        "data.first_innings=true",
+        "data.records={half_life_days: 200}",
+        "~logger",
+        "refit=false",
+        "calibrate=false",
     )
     results = train(cfg)
     trained = from_checkpoint(results["checkpoint"])
     assert trained.encoder.history_balls == 8 and trained.model.cfg.history_balls == 8
     assert trained.encoder.first_innings and trained.model.cfg.first_innings
+    assert trained.encoder.records["half_life_days"] == 200 and not trained.encoder.rates
     dm = hydra.utils.instantiate(cfg.data)
     dm.setup("test")
-    trained.encoder.attach_histories(dm.tables.deliveries)
+    trained.encoder.attach_known(dm.tables.deliveries)
     test = dm.split.split(dm.tables.deliveries)["test"]
     assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
     # A killed run resumes: its encoder, restored from the checkpoint, reads the histories again.
@@ -293,6 +300,7 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
             tmp_path,
             "data.history_balls=8",
             "data.first_innings=true",
+            "data.records={half_life_days: 200}",
             "~logger",
             "refit=false",
             "calibrate=false",
