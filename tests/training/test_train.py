@@ -275,15 +275,9 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     from cricket_attn.metrics import score
     from cricket_attn.scoring.serving import from_checkpoint
 
-    cfg = tiny_train_config(
-        tmp_path,
-        "data.history_balls=8",
-        "data.first_innings=true",
-        "data.records={half_life_days: 200}",
-        "~logger",
-        "refit=false",
-        "calibrate=false",
-    )
+    reading = ("data.history_balls=8", "data.first_innings=true", "data.records={half_life_days: 200}")
+    quick = ("~logger", "refit=false", "calibrate=false")
+    cfg = tiny_train_config(tmp_path, *reading, *quick)
     results = train(cfg)
     trained = from_checkpoint(results["checkpoint"])
     assert trained.encoder.history_balls == 8 and trained.model.cfg.history_balls == 8
@@ -294,16 +288,12 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     trained.encoder.attach_known(dm.tables.deliveries)
     test = dm.split.split(dm.tables.deliveries)["test"]
     assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
-    # A killed run resumes: its encoder, restored from the checkpoint, reads the histories again.
+    # A killed run resumes: its encoder, restored from the checkpoint, reads the histories and records again.
     again = train(
         tiny_train_config(
             tmp_path,
-            "data.history_balls=8",
-            "data.first_innings=true",
-            "data.records={half_life_days: 200}",
-            "~logger",
-            "refit=false",
-            "calibrate=false",
+            *reading,
+            *quick,
             "trainer.max_epochs=3",
             f"resume={tmp_path / 'run'}",
             f"paths.output_dir={tmp_path / 'resumed'}",
