@@ -74,7 +74,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
         self.train_competitions = list(train_competitions) if train_competitions else None
-        self.records = dict(records) if records else None
+        self.records = None if records is None else dict(records)  # {}: the defaults
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
         self.encoder: SequenceEncoder | None = None
@@ -152,6 +152,7 @@ class CricketDataModule(pl.LightningDataModule):
             seed=0,
             rate_strength=self.rate_strength,
             cache_dir=self.data_dir / "cache",
+            book=self.encoder.record_book,  # an encoder reading records: the trees read them too
         )
         by_row = torch.zeros(len(fit_on), probs.shape[1])
         by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(probs)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import PHASES
-from cricket_attn.data.features import entity_key
+from cricket_attn.data.features import RATE_COLUMNS, entity_key, match_state
 from cricket_attn.data.histories import days
 from cricket_attn.laws import N_OUTCOMES
 
@@ -214,3 +214,11 @@ def _cell(competition: np.ndarray, phase: np.ndarray) -> np.ndarray:
     return (pd.Series(competition, dtype=object).astype(str) + "|" + pd.Series(phase).astype(str)).to_numpy(
         dtype=object
     )
+
+
+def tabular_features(d: pd.DataFrame, book: RecordBook, last_season: int) -> np.ndarray:
+    """The trees' features with records in place of rates: the match state, the over, and the batter's,
+    bowler's, venue's and competition's blocks as of each ball's date (as the encoder reads them)."""
+    blocks = [book.block(column, entity_key(d, column), days(d["date"])) for column in RATE_COLUMNS]
+    state = match_state(d, last_season).to_numpy()
+    return np.hstack([state, d[["over"]].to_numpy(dtype=np.float32), *blocks]).astype(np.float32)

@@ -131,7 +131,7 @@ class SequenceEncoder:
             competitions=Vocab.fit(train["competition"], competition_min_count),
             team_types=Vocab.fit(train["team_type"], 1),
             names={role: latest_keys(train, role) for role in ("batter", "bowler")},
-            rates={} if records else {c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
+            rates={} if records is not None else {c: OutcomeRates(c, rate_strength).fit(train) for c in RATE_COLUMNS},
             mean=np.zeros(0),
             std=np.ones(0),
             first_season=int(train["season"].min()),
@@ -180,7 +180,7 @@ class SequenceEncoder:
     def block_start(self, column: str) -> int:
         """Where `column`'s features begin among the numeric features: after the match state, in the order
         of `key_columns`."""
-        widths = [BLOCK_WIDTHS[c] if self.records else N_OUTCOMES + 1 for c in self.key_columns]
+        widths = [BLOCK_WIDTHS[c] if self.records is not None else N_OUTCOMES + 1 for c in self.key_columns]
         return len(STATE_COLUMNS) + sum(widths[: self.key_columns.index(column)])
 
     @property

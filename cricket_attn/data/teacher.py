@@ -26,6 +26,7 @@ import pandas as pd
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.data.features import TabularFeatures, match_folds
+from cricket_attn.data.records import RecordBook, tabular_features
 from cricket_attn.data.splits import season_range
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import labels_of
@@ -38,9 +39,16 @@ TEACHER_FEATURES_VERSION = 1
 
 
 def out_of_fold_probabilities(
-    d: pd.DataFrame, settings: Mapping, folds: int = 5, seed: int = 0, rate_strength: float = 200.0
+    d: pd.DataFrame,
+    settings: Mapping,
+    folds: int = 5,
+    seed: int = 0,
+    rate_strength: float = 200.0,
+    book: RecordBook | None = None,
 ) -> np.ndarray:
-    """(len(d), N_OUTCOMES): for each delivery, the teacher's probabilities from the folds without its match."""
+    """(len(d), N_OUTCOMES): for each delivery, the teacher's probabilities from the folds without its match.
+    With a record book the trees read records as of each ball's date (`tabular_features`), the same
+    whichever fold a ball falls in, instead of rates fitted on the other folds."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     if folds < 2:
@@ -56,23 +64,36 @@ def out_of_fold_probabilities(
         f"{len(d):,}",
         season_range(d),
     )
+    as_of = None if book is None else tabular_features(d, book, int(d["season"].max()))
     for k in range(folds):
         clock = Stopwatch()
         fit, held = d[fold != k], d[fold == k]
-        features, X = TabularFeatures.fit_transform(fit, rate_strength)
+        if as_of is None:
+            features, X = TabularFeatures.fit_transform(fit, rate_strength)
+            X_held = features.transform(held)
+        else:
+            X, X_held = as_of[fold != k], as_of[fold == k]
         model = HistGradientBoostingClassifier(**{"random_state": seed, **settings}).fit(X, labels_of(fit))
         p = np.zeros((len(held), N_OUTCOMES))
-        p[:, model.classes_] = model.predict_proba(features.transform(held))  # a class absent from a fold gets 0
+        p[:, model.classes_] = model.predict_proba(X_held)  # a class absent from a fold gets 0
         probs[fold == k] = p
         log.info("teacher fold %d/%d: %d iterations, %s", k + 1, folds, model.n_iter_, clock)
     return probs
 
 
 def teacher_probabilities(
-    d: pd.DataFrame, settings: Mapping, folds: int, seed: int, rate_strength: float, cache_dir: str | Path
+    d: pd.DataFrame,
+    settings: Mapping,
+    folds: int,
+    seed: int,
+    rate_strength: float,
+    cache_dir: str | Path,
+    book: RecordBook | None = None,
 ) -> np.ndarray:
     """`out_of_fold_probabilities`, cached: the same deliveries (all their columns) with the same
-    settings are fitted once (the refit stage's ensemble members share theirs)."""
+    settings are fitted once (the refit stage's ensemble members share theirs). A record book's
+    settings are part of the key; its records of a ball hold only earlier matches, which `d` decides
+    for the matches it spans."""
     key = hashlib.sha256(pd.util.hash_pandas_object(d, index=False).to_numpy().tobytes())  # every column
     key.update(
         json.dumps(
@@ -82,6 +103,7 @@ def teacher_probabilities(
                 "seed": seed,
                 "rate_strength": rate_strength,
                 "features": TEACHER_FEATURES_VERSION,
+                **({} if book is None else {"records": book.settings.to_dict()}),
             },
             sort_keys=True,
         ).encode()
@@ -90,7 +112,7 @@ def teacher_probabilities(
     if path.exists():
         log.info("teacher: read from the cache, %s", path)
         return np.load(path)
-    probs = out_of_fold_probabilities(d, settings, folds, seed, rate_strength)
+    probs = out_of_fold_probabilities(d, settings, folds, seed, rate_strength, book)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:

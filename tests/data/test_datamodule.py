@@ -88,3 +88,13 @@ def test_training_on_some_competitions_keeps_the_encoder_fitted_on_all(data_conf
         )
     with pytest.raises(ValueError, match="train_competitions: 'SA20' has no training deliveries"):
         pooled(train_competitions=["SA20"])
+
+
+def test_records_with_their_defaults_are_records(data_config, tmp_path):
+    """`data.records={}` (every setting its default) reads records; null reads rates."""
+    from cricket_attn.data.records import RecordSettings
+
+    dm = make(data_config, tmp_path, records={})
+    assert dm.encoder.records == RecordSettings().to_dict() and not dm.encoder.rates
+    assert dm.encoder.record_book is not None
+    assert make(data_config, tmp_path / "rates", records=None).encoder.records is None

@@ -276,5 +276,6 @@ def test_later_matches_never_change_earlier_inputs(records_encoder, deliveries, 
 def test_an_encoder_reading_records_needs_its_book(records_encoder, parts):
     saved = SequenceEncoder.from_dict(records_encoder.to_dict())
     assert saved.records == records_encoder.records and saved.reads_known and not saved.known_attached
+    assert not records_encoder.rates  # nothing fitted on the training seasons as a whole
     with pytest.raises(ValueError, match="no record book is attached: call attach_known"):
         saved.encode(parts["test"])

@@ -53,3 +53,27 @@ def test_training_targets_mix_outcomes_and_teacher(data_config, tmp_path):
     assert "soft_target" not in dm.datasets["validation"].tensors and "soft_target" not in dm.datasets["test"].tensors
     with pytest.raises(ValueError, match="data.teacher.weight=1.5"):
         make(data_config, tmp_path, teacher={"weight": 1.5, "folds": 3, "model": SMALL})
+
+
+def test_a_teacher_reading_records_reads_no_balls_of_a_matchs_own_or_later(deliveries):
+    """With a record book the trees' features of a ball are its players', venue's and competition's records
+    over earlier matches: changing a match's outcomes leaves its own balls' and earlier matches' features
+    exactly as they were, and the teacher still gives a distribution per ball. (Later matches' records do
+    read it, as they would in any later season: the teachers fitted on them see it only through those.)"""
+    from cricket_attn.data.features import STATE_COLUMNS
+    from cricket_attn.data.records import RecordBook, tabular_features
+
+    d = deliveries[(deliveries["season"] <= 2023) & ~deliveries["is_super_over"]].reset_index(drop=True)
+    match = d["match_id"].iloc[len(d) // 2]
+    own = (d["match_id"] == match).to_numpy()
+    changed = d.copy()
+    changed.loc[own, "outcome"] = "wicket"
+    records = slice(len(STATE_COLUMNS) + 1, None)  # after the match state (which reads its own innings) and the over
+    before = tabular_features(d, RecordBook(d), 2023)[:, records]
+    after = tabular_features(changed, RecordBook(changed), 2023)[:, records]
+    not_later = (d["date"] <= d.loc[own, "date"].iloc[0]).to_numpy()
+    assert np.array_equal(before[not_later], after[not_later])
+    assert not np.array_equal(before[~not_later], after[~not_later])
+    probs = out_of_fold_probabilities(d, SMALL, folds=3, book=RecordBook(d))
+    assert probs.shape == (len(d), 10) and np.allclose(probs.sum(axis=1), 1, atol=1e-5)
+    assert not np.allclose(probs, out_of_fold_probabilities(d, SMALL, folds=3))  # rates: another teacher
