@@ -122,7 +122,7 @@ DATA: tuple[Setting, ...] = (
     ("data.split.validation", "list", *list_of("int", "a list of seasons", allow_empty=False)),
     ("data.split.test", "list", *list_of("int", "a list of seasons", allow_empty=False)),
     ("data.phases", "map", *ANY),
-    ("data.min_count", "int", *at_least(1)),
+    ("data.min_count", "int?", *at_least(1)),
     ("data.competition_min_count", "int", *at_least(1)),
     ("data.train_competitions", "list?", *list_of("str", "a list of competitions", allow_empty=False)),
     ("data.rate_strength", "number", *at_least(0)),

@@ -46,7 +46,7 @@ class CricketDataModule(pl.LightningDataModule):
         data_dir: str = "data",
         phases: Mapping | None = None,
         split: Mapping | None = None,
-        min_count: int = 20,
+        min_count: int | None = 20,
         rate_strength: float = 200.0,
         batch_size: int = 64,
         eval_batch_size: int = 256,

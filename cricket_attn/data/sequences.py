@@ -41,7 +41,10 @@ class Vocab:
         self.index = {t: i for i, t in enumerate(self.tokens) if i}
 
     @classmethod
-    def fit(cls, values: pd.Series, min_count: int) -> Vocab:
+    def fit(cls, values: pd.Series, min_count: int | None) -> Vocab:
+        """The names seen at least `min_count` times; None: none (everything is the unknown)."""
+        if min_count is None:
+            return cls([UNK])
         counts = Counter(values.astype(object).fillna(UNK).astype(str))
         return cls([UNK] + sorted(k for k, n in counts.items() if n >= min_count and k != UNK))
 
@@ -91,7 +94,7 @@ class SequenceEncoder:
     record_book: RecordBook | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, min_count: int = 20, rate_strength: float = 200.0) -> SequenceEncoder:
+    def fit(cls, train: pd.DataFrame, min_count: int | None = 20, rate_strength: float = 200.0) -> SequenceEncoder:
         return cls.fit_encode(train, min_count, rate_strength)[0]
 
     def key(self, d: pd.DataFrame, column: str) -> pd.Series:
@@ -109,7 +112,7 @@ class SequenceEncoder:
     def fit_encode(
         cls,
         train: pd.DataFrame,
-        min_count: int = 20,
+        min_count: int | None = 20,
         rate_strength: float = 200.0,
         history_balls: int = 0,
         known: pd.DataFrame | None = None,

@@ -279,3 +279,13 @@ def test_an_encoder_reading_records_needs_its_book(records_encoder, parts):
     assert not records_encoder.rates  # nothing fitted on the training seasons as a whole
     with pytest.raises(ValueError, match="no record book is attached: call attach_known"):
         saved.encode(parts["test"])
+
+
+def test_an_encoder_without_identities_knows_every_player_and_venue_as_the_unknown(deliveries, parts):
+    """`data.min_count=null`: no player or venue has an embedding of his own (with records, each is known by
+    his record as of the day)."""
+    enc, train_set = SequenceEncoder.fit_encode(parts["train"], None, known=deliveries, records={})
+    assert enc.batters.tokens == enc.bowlers.tokens == enc.venues.tokens == [UNK]
+    for role in ("batter", "bowler", "venue"):
+        assert int(train_set.tensors[role].abs().sum()) == 0
+    assert enc.model_dims()["n_batters"] == 1
