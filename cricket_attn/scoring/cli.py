@@ -18,7 +18,7 @@ from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.deliveries import Ingested
 from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
 from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.scoring.recent import STRENGTH, strength
+from cricket_attn.scoring.recent import BY_MODEL, STRENGTH, strength
 
 
 @dataclass
@@ -143,9 +143,9 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
             defused(frame).to_csv(tmp, index=False, float_format="%.9g")
 
 
-def scoring_parser(prog: str, description: str, history: str, recent_level: float) -> argparse.ArgumentParser:
+def scoring_parser(prog: str, description: str, history: str, recent_level: float | None) -> argparse.ArgumentParser:
     """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off)."""
+    default strength for the league's recent level (0: off; None: by the model, `level_by_default`)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
@@ -160,7 +160,8 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
         metavar="STRENGTH",
         help="learn the league's level from the known matches (the sources and --history data) since the "
         f"model's training seasons played before each match (cricket_attn.scoring.recent), pulled to zero with "
-        f"this strength ({STRENGTH:g} chosen on 2024; default %(default)g); 0: the model as it is",
+        f"this strength ({STRENGTH:g} chosen on 2024; default: {BY_MODEL if recent_level is None else '%(default)g'})"
+        "; 0: the model as it is",
     )
     p.add_argument(
         "--form",

@@ -154,6 +154,17 @@ def recent_offsets(
     return match_offsets(balls, dates, strength) if len(balls) else {}
 
 
+# `--recent-level`'s default where the model decides it (`level_by_default`), as the commands' help says it.
+BY_MODEL = f"{STRENGTH:g} for a model of training-season rates, 0 for one reading records as of the day"
+
+
+def level_by_default(encoder: SequenceEncoder) -> float:
+    """The strength of the league's recent level a command uses unless told: none for a model that reads
+    each ball's records as of its day (the league's level as of the day is one of its inputs), STRENGTH
+    for a model of rates fitted on its training seasons."""
+    return 0.0 if encoder.records is not None else STRENGTH
+
+
 def since_training(
     model: CricketTransformer | Ensemble,
     encoder: SequenceEncoder,

@@ -26,7 +26,7 @@ from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import iter_match_files
 from cricket_attn.scoring import cli
-from cricket_attn.scoring.recent import STRENGTH, since_training, strength
+from cricket_attn.scoring.recent import level_by_default, since_training, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.match import (
     PROJECTION_COLUMNS,
@@ -88,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
         "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
         "archive)",
-        recent_level=STRENGTH,
+        recent_level=None,
     )
     p.add_argument(
         "--sims",
@@ -153,6 +153,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     archive = load_tables(args.history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)
+    if args.recent_level is None:
+        args.recent_level = level_by_default(trained.encoder)
     levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form)
     sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread, form)
     frames = []

@@ -26,7 +26,7 @@ from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.scoring.recent import STRENGTH, since_training, strength
+from cricket_attn.scoring.recent import BY_MODEL, level_by_default, since_training, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
@@ -76,10 +76,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--recent-level",
         type=strength,
-        default=STRENGTH,
+        default=None,
         metavar="STRENGTH",
         help="learn the league's level from the matches since the model's training seasons played before "
-        "each match (cricket_attn.scoring.recent), pulled to zero with this strength (default %(default)g, "
+        f"each match (cricket_attn.scoring.recent), pulled to zero with this strength (default: {BY_MODEL}; "
         "chosen on 2024); 0: off",
     )
     p.add_argument(
@@ -173,6 +173,8 @@ def run(args: argparse.Namespace) -> str:
         test_ids = test_ids[: args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
     torch.set_grad_enabled(False)
+    if args.recent_level is None:
+        args.recent_level = level_by_default(trained.encoder)
     levels, form = since_training(trained.model, trained.encoder, d, args.recent_level, args.form)
     # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
     sim = Simulator.build(trained.model, trained.encoder, phases, d, args.spread, form)

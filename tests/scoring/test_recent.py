@@ -10,10 +10,18 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring import predict
-from cricket_attn.scoring.recent import fit_offsets, match_offsets, recent_offsets, with_offsets
+from cricket_attn.scoring.recent import (
+    STRENGTH,
+    fit_offsets,
+    level_by_default,
+    match_offsets,
+    recent_offsets,
+    with_offsets,
+)
 from cricket_attn.simulation import simulate, simulate_eval
 from cricket_attn.simulation.match import innings_points, simulate_points
 from cricket_attn.simulation.state import InningsSetup
@@ -100,6 +108,16 @@ def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
         with pytest.raises(SystemExit):
             parse_args([*required, "--recent-level", bad])
         assert f"--recent-level: {bad}: 0 (off) or a positive number" in capsys.readouterr().err
+
+
+def test_the_simulators_learn_the_recent_level_unless_the_model_reads_records(deliveries):
+    """simulate and simulate-eval: by default a model of training-season rates is moved by the league's
+    recent level and a model reading records as of the day (whose inputs hold that level) is not."""
+    assert simulate.parse_args(["--model", "m.ckpt", "--out", "o.parquet", "x.json"]).recent_level is None
+    assert simulate_eval.parse_args(["--model", "m.ckpt"]).recent_level is None
+    assert predict.parse_args(["--model", "m.ckpt", "--out", "o.parquet", "x.json"]).recent_level == 0.0
+    assert level_by_default(SequenceEncoder.fit(deliveries, min_count=5)) == STRENGTH == 200
+    assert level_by_default(SequenceEncoder.fit_encode(deliveries, min_count=None, records={})[0]) == 0.0
 
 
 def test_each_competition_learns_its_level_from_its_own_matches(deliveries):

@@ -330,3 +330,42 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
         train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
     with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
         train(tiny_train_config(tmp_path / "none", "~logger", f"init_from={tmp_path}"))
+
+
+def test_weight_averaging_validates_keeps_and_tests_the_average(tmp_path):
+    """callbacks=ema: validation scores the averaged weights (so early stopping and the best epoch are
+    theirs), the checkpoints hold them (the trained weights beside them, for a resume), and the final
+    model is the refit's average."""
+    import hydra
+
+    from cricket_attn.metrics import score
+    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.scoring.probabilities import score_deliveries
+    from cricket_attn.tracking import read_run_file
+    from cricket_attn.training.lit_module import load_checkpoint
+
+    def weights(state: dict) -> dict:
+        return {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
+
+    cfg = tiny_train_config(
+        tmp_path, "callbacks=ema", "callbacks.weight_averaging.decay=0.8", "~logger", "ensemble=1", "calibrate=false"
+    )
+    results = train(cfg)
+    state = read_run_file(tmp_path / "run")
+    dm = hydra.utils.instantiate(cfg.data)
+    dm.prepare_data()
+    dm.setup("fit")
+
+    def val_loss(model) -> float:
+        return score(score_deliveries(model, dm.encoder, dm.validation_deliveries))["log_loss"]
+
+    module, raw = load_checkpoint(state["selection_checkpoint"])
+    trained, averaged = weights(raw["current_model_state"]), weights(raw["state_dict"])
+    assert any(not torch.equal(v, averaged[k]) for k, v in trained.items())
+    assert val_loss(module.model) == pytest.approx(results["selection/best_val_loss"], abs=1e-5)
+    module.model.load_state_dict(trained)
+    assert abs(val_loss(module.model) - results["selection/best_val_loss"]) > 1e-4  # the trained weights' loss
+    final = load_model(results["checkpoint"])[0].state_dict()
+    last = torch.load(tmp_path / "run" / "checkpoints" / "refit" / "last.ckpt", weights_only=True)
+    assert all(torch.equal(v, final[k]) for k, v in weights(last["state_dict"]).items())
+    assert any(not torch.equal(v, final[k]) for k, v in weights(last["current_model_state"]).items())
