@@ -317,9 +317,18 @@ class ContextAttention(nn.Module):
         seen = torch.cat([torch.ones_like(empty[..., :1]), ~empty], dim=-1).view(B, P * (K + 1))
         return k, v, owner, seen
 
-    def forward(self, x: Tensor, context: Tensor, slot: Tensor, players: nn.Embedding, cache: Cache | None = None):
+    def forward(
+        self,
+        x: Tensor,
+        context: Tensor,
+        slot: Tensor,
+        players: nn.Embedding,
+        cache: Cache | None = None,
+        weights: list | None = None,
+    ):
         """x (B, T, C), context (B, P, K, 4), slot (B, T): each ball's set among the P -> (B, T, C).
-        All sets' keys form one sequence; a mask keeps each ball to its own set's."""
+        All sets' keys form one sequence; a mask keeps each ball to its own set's. With a `weights` list,
+        the attention weights (B, H, T, P * (K + 1)) are computed explicitly and appended to it."""
         B, T, C = x.shape
         if cache is not None and self.name in cache.contexts:
             parts = cache.contexts[self.name]
@@ -334,6 +343,11 @@ class ContextAttention(nn.Module):
             q, mask = q.transpose(0, 1).reshape(1, self.n_heads, B * T, -1), mask.reshape(1, B * T, -1)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
             return self.out(y.view(self.n_heads, B, T, -1).permute(1, 2, 0, 3).reshape(B, T, C))
+        if weights is not None:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, P * (K + 1))
+            w = scores.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+            weights.append(w)
+            return self.out((w @ v).transpose(1, 2).reshape(B, T, C))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
 
@@ -406,10 +420,19 @@ class CricketTransformer(nn.Module):
             ids = ids.masked_fill(torch.rand(ids.shape, device=ids.device) < self.cfg.entity_dropout, 0)
         return emb(ids)
 
-    def forward(self, batch: dict[str, Tensor], cache: Cache | None = None, last_only=False, attention=None) -> Tensor:
+    def forward(
+        self,
+        batch: dict[str, Tensor],
+        cache: Cache | None = None,
+        last_only=False,
+        attention=None,
+        reading: dict | None = None,
+    ) -> Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
         Training sees the raw logits; evaluation and inference see them divided by the temperature.
-        With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it."""
+        With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it;
+        with a `reading` dict, each history reader's (`batter_history`, `bowler_history`: B, H, T,
+        players * (K + 1)) is put in it under its name."""
         T = batch["prev_outcome"].size(1)
         past = 0 if cache is None else int(torch.as_tensor(cache.balls()).max())
         if past + T > self.cfg.max_len:
@@ -433,9 +456,10 @@ class CricketTransformer(nn.Module):
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
             opponent, read = {"batter": self.bowler, "bowler": self.batter}, x
             for role in self.cfg.history_roles:
-                x = x + getattr(self, f"{role}_history")(
-                    read, batch[f"{role}_history"], batch[f"{role}_slot"], opponent[role], cache
-                )
+                name, held = f"{role}_history", None if reading is None else []
+                x = x + getattr(self, name)(read, batch[name], batch[f"{role}_slot"], opponent[role], cache, held)
+                if held:
+                    reading[name] = held[0]
         if self.cfg.first_innings:
             x = x + self.first_innings(x, batch["first_innings"], batch["first_innings_slot"], self.batter, cache)
         x = self.drop(x)

@@ -20,8 +20,8 @@ from cricket_attn.laws import OUTCOMES
 
 ROLES = ("batter", "bowler")
 # Each history ball carries (`HistoryStore.tokens`): its outcome class, who was at the other end of it
-# (the bowler for a batter's ball, the batter for a bowler's), its phase and season, and its date (days
-# since 1970).
+# (the bowler for a batter's ball, the batter for a bowler's), its phase and season, its date (days
+# since 1970) and its competition (for the reader's report, cricket_attn.scoring.attention).
 NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
 
 
@@ -59,6 +59,7 @@ class HistoryStore:
             "phase": pd.Categorical(d["phase"].astype(object), PHASES).codes[order].astype(np.int64),
             "season": d["season"].to_numpy(dtype=np.int64)[order],
             "day": day[order],
+            "competition": d["competition"].astype(str).to_numpy(dtype=object)[order],
         }
         keys = codes[order].astype(np.int64) * (1 << 20) + day[order]
         latest = (

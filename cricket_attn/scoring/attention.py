@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.data.histories import NO_BALL, sequence_histories
 from cricket_attn.data.sequences import BucketBatchSampler, SequenceEncoder
 from cricket_attn.metrics import save_figure
 from cricket_attn.model import CricketTransformer, Ensemble
@@ -189,6 +190,123 @@ def head_report(
     return report
 
 
+# How long before a ball's match its history ball was played: the age bands of the readers' report.
+AGE_BANDS = (
+    (30, "within 30 days"),
+    (90, "31-90 days"),
+    (365, "91-365 days"),
+    (730, "1-2 years"),
+    (None, "over 2 years"),
+)
+
+
+def age_band(days_before: np.ndarray) -> np.ndarray:
+    """Each gap in days as its band's label (`AGE_BANDS`)."""
+    labels = np.full(days_before.shape, AGE_BANDS[-1][1], dtype=object)
+    for limit, label in reversed(AGE_BANDS[:-1]):
+        labels[days_before <= limit] = label
+    return labels
+
+
+@torch.no_grad()
+def history_report(
+    model: CricketTransformer | Ensemble,
+    encoder: SequenceEncoder,
+    deliveries: pd.DataFrame,
+    member: int = 0,
+    batch_size: int = 64,
+) -> pd.DataFrame:
+    """What the players' history readers read, over every ball of `deliveries` (the encoder's histories
+    attached): one row per reader (`batter_history`: the batter's balls faced in earlier matches;
+    `bowler_history`: the bowler's bowled), kind (`competition`, `age`) and value, with `held`, the share
+    of the balls in the read histories that are of that value (what reading every held ball alike would
+    give), `read`, the share of the reader's attention on them (the mean over heads, the learned "nothing"
+    key left out), and their ratio; and one row per reader of kind `nothing`: the share of its attention
+    on that key, with `held` the share of balls whose player has no history at all."""
+    net = one_model(model, member)
+    if not net.cfg.history_balls:
+        raise ValueError("the model reads no players' histories (trained with data.history_balls=0)")
+    K = net.cfg.history_balls
+    d = deliveries.reset_index(drop=True)
+    regular = d[~d["is_super_over"].astype(bool)]
+    sequences = encoder.encode(d)
+    sums: dict[tuple[str, str, str], list[float]] = {}  # (reader, kind, value) -> [held, read]
+    nothing: dict[str, list[float]] = {}  # reader -> [balls with no history, attention on "nothing"]
+    histories = {}
+    for role in net.cfg.history_roles:
+        store = encoder.histories[role]
+        _, index, listed = sequence_histories(regular, store, K)
+        at = np.where(index == NO_BALL, 0, index)
+        gap = listed["day"].to_numpy()[:, None] - store.tokens["day"][at]
+        histories[role] = (
+            {(s, p): i for i, (s, p) in enumerate(zip(listed["sequence"], listed["slot"], strict=True))},
+            index != NO_BALL,
+            {"competition": store.tokens["competition"][at], "age": age_band(gap)},
+        )
+    net.eval()
+    for idx in BucketBatchSampler(sequences.lengths, batch_size, shuffle=False):
+        batch = sequences.collate(idx)
+        reading: dict[str, torch.Tensor] = {}
+        net(batch, reading=reading)
+        for role in net.cfg.history_roles:
+            name = f"{role}_history"
+            where, held, values = histories[role]
+            w = reading[name].mean(1).numpy()  # (B, T, P * (K + 1)): the mean over heads
+            for b, (seq, n) in enumerate(zip(idx, sequences.lengths[idx].tolist(), strict=True)):
+                slots = batch[f"{role}_slot"][b, :n].numpy()
+                rows = np.array([where[(seq, s)] for s in slots])  # each ball's player's history
+                start = slots * (K + 1)
+                own = w[b, np.arange(n)[:, None], start[:, None] + np.arange(K + 1)]  # (n, K + 1): nothing first
+                empty = ~held[rows].any(-1)
+                tally = nothing.setdefault(name, [0.0, 0.0, 0.0])
+                tally[0] += empty.sum()
+                tally[1] += own[:, 0].sum()
+                tally[2] += n
+                share = own[:, 1:] / np.clip(own[:, 1:].sum(-1, keepdims=True), 1e-12, None)  # of the balls read
+                for kind, labels in values.items():
+                    lab, h = labels[rows], held[rows]
+                    for value in np.unique(lab[h]):
+                        on = h & (lab == value)
+                        counts = on.sum(-1) / np.clip(h.sum(-1), 1, None)
+                        acc = sums.setdefault((name, kind, str(value)), [0.0, 0.0, 0.0])
+                        acc[0] += counts[~empty].sum()
+                        acc[1] += (share * on)[~empty].sum()
+                        acc[2] += (~empty).sum()
+    rows_out = []
+    read_balls = {name: t[2] - t[0] for name, t in nothing.items()}
+    for (name, kind, value), (held_sum, read_sum, _) in sums.items():
+        n = max(read_balls[name], 1)
+        rows_out.append({"reader": name, "kind": kind, "value": value, "held": held_sum / n, "read": read_sum / n})
+    for name, (empty, on_nothing, balls) in nothing.items():
+        rows_out.append(
+            {"reader": name, "kind": "nothing", "value": "nothing", "held": empty / balls, "read": on_nothing / balls}
+        )
+    report = pd.DataFrame(rows_out)
+    report["ratio"] = (report["read"] / report["held"].where(report["held"] > 0)).where(report["kind"] != "nothing")
+    # Competitions by their share of the balls held, age bands youngest first, then "nothing".
+    band = {label: i for i, (_, label) in enumerate(AGE_BANDS)}
+    rank = np.where(report["kind"] == "age", report["value"].map(band).fillna(0), -report["held"])
+    report = report.assign(_kind=report["kind"].map({"competition": 0, "age": 1, "nothing": 2}), _rank=rank)
+    return report.sort_values(["reader", "_kind", "_rank"]).drop(columns=["_kind", "_rank"]).reset_index(drop=True)
+
+
+def history_table(report: pd.DataFrame) -> str:
+    """The readers' report as markdown: for each reader, the competitions and age bands of the balls it
+    holds against the share of its attention they get; then its attention on "nothing" (against the share of
+    balls whose player has no history)."""
+    lines = [
+        "| reader | kind | value | share of balls held | share of attention | ratio |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for r in report.to_dict("records"):
+        ratio = "" if r["kind"] == "nothing" else f"{r['ratio']:.2f}"
+        lines.append(
+            f"| {r['reader'].replace('_', ' ')} | {r['kind']} | {r['value']} | {r['held']:.3f} | {r['read']:.3f} "
+            f"| {ratio} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def report_table(report: pd.DataFrame) -> str:
     """The head report as markdown: share (ratio to uniform) for each kind of ball, distance and spread."""
     names = {
@@ -316,8 +434,10 @@ def log_attention(
     uri: str, run_id: str, model: CricketTransformer | Ensemble, encoder: SequenceEncoder, test: pd.DataFrame
 ) -> pd.DataFrame:
     """For a training run: the head report over the test balls (metrics `heads/<layer>.<head>/<kind>`
-    as the ratio to uniform, and `attention/heads.md`), and the pictures of the first test match
-    (both innings, and one ball two overs from the end of the chase) under `attention/`."""
+    as the ratio to uniform, and `attention/heads.md`), the history readers' report for a model that
+    reads players' histories (`attention/histories.md`, `history_report`), and the pictures of the
+    first test match (both innings, and one ball two overs from the end of the chase) under
+    `attention/`."""
     import tempfile
 
     import mlflow
@@ -334,6 +454,8 @@ def log_attention(
     first = test[test["match_id"] == test["match_id"].iloc[0]]
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "heads.md").write_text(report_table(report))
+        if one_model(model).cfg.history_balls:
+            (Path(tmp) / "histories.md").write_text(history_table(history_report(model, encoder, test)))
         for inn in innings_attention(one_model(model), encoder, first):
             stem = Path(tmp) / f"{inn.balls['match_id'].iloc[0]}_innings{inn.balls['innings'].iloc[0]}"
             plot_innings(inn, f"{stem}.png")
@@ -372,6 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--member", type=int, default=0, help="which model of an ensemble (each has its own heads)")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
+    p.add_argument(
+        "--history",
+        action="append",
+        help="Cricsheet data of earlier matches, for a model that reads players' histories or records "
+        "(repeatable; default: the embedded IPL archive)",
+    )
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return run_command("cricket-attn-attention", draw_command, p.parse_args(argv))
@@ -383,8 +511,9 @@ def draw_command(args) -> str:
     from omegaconf import OmegaConf
 
     from cricket_attn.atomic import atomic_path
-    from cricket_attn.config import load_data_config
-    from cricket_attn.data.deliveries import PhaseRules, build_tables
+    from cricket_attn.config import load_data_config, project_path
+    from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+    from cricket_attn.data.histories import known_deliveries
     from cricket_attn.data.sources import iter_match_files
     from cricket_attn.scoring.cli import check_out_folder, nothing_found, writing
     from cricket_attn.scoring.serving import load_trained
@@ -397,11 +526,15 @@ def draw_command(args) -> str:
     check_out_folder("--out", args.out)
     trained = load_trained(args.model, args.tracking_uri)
     model = one_model(trained.model, args.member)
-    phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
+    data = load_data_config(args.data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
     tables = build_tables(iter_match_files(args.sources), phases)
     d = tables.deliveries
     if d.empty:
         raise ValueError(f"nothing to draw in {', '.join(args.sources)}: {nothing_found(args.sources, tables)}")
+    if trained.encoder.reads_known:  # players' histories and records from the earlier matches, as in training
+        archive = load_tables(args.history, phases, project_path(data.data_dir))
+        trained.encoder.attach_known(known_deliveries(d, archive.deliveries))
     if args.match:
         d = d[d["match_id"].astype(str) == args.match]
         if d.empty:
@@ -422,6 +555,12 @@ def draw_command(args) -> str:
                 report.to_csv(tmp, index=False, float_format="%.6g")
             written += [args.out / "heads.md", args.out / "heads.csv"]
             print(report_table(report))
+            if model.cfg.history_balls:
+                readers = history_table(history_report(model, trained.encoder, d))
+                with atomic_path(args.out / "histories.md") as tmp:
+                    tmp.write_text(readers)
+                written.append(args.out / "histories.md")
+                print(readers)
         if args.match or not args.report:
             for _, match in progress.track(
                 d.groupby("match_id", observed=True, sort=False), "drawing", total=d["match_id"].nunique(), unit="match"

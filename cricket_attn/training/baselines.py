@@ -30,7 +30,8 @@ from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.features import TabularFeatures
+from cricket_attn.data.features import STATE_COLUMNS, TabularFeatures
+from cricket_attn.data.records import RecordBook, RecordSettings, tabular_features
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
 from cricket_attn.laws import N_OUTCOMES
@@ -82,12 +83,11 @@ class FrequencyTable:
 
 
 def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
-    names = TabularFeatures.names()
     return pd.DataFrame(
         {
             "phase": d["phase"].astype(str).to_numpy(),
-            "wickets_before": X[:, names.index("wickets_before")].astype(int),
-            "ball_in_over": X[:, names.index("ball_in_over")].astype(int),
+            "wickets_before": X[:, STATE_COLUMNS.index("wickets_before")].astype(int),
+            "ball_in_over": X[:, STATE_COLUMNS.index("ball_in_over")].astype(int),
         }
     )
 
@@ -145,14 +145,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     labels = split.label(d["season"])
     train, val, test = (d[labels == s].reset_index(drop=True) for s in ("train", "validation", "test"))
     fit_final = pd.concat([train, val], ignore_index=True) if cfg.refit else train
-    strength = float(data.rate_strength)
-
-    log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_final))
-    # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
-    sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
-    X_val = sel_feats.transform(val)
-    feats, X_fit = TabularFeatures.fit_transform(fit_final, strength) if cfg.refit else (sel_feats, X_train)
-    X_test = feats.transform(test)
+    X_train, X_val, X_fit, X_test = baseline_features(tables.deliveries, train, val, fit_final, test, data)
     y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
     state = keyed_state(test, X_test)
@@ -275,9 +268,35 @@ def log_comparison(uri: str, reference: str, table: str, rows: pd.DataFrame, fol
             client.log_artifact(reference, str(folder / name), "comparison")
 
 
+def baseline_features(
+    known: pd.DataFrame, train: pd.DataFrame, val: pd.DataFrame, fit_final: pd.DataFrame, test: pd.DataFrame, data
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The features of the training, validation, final fitting and test deliveries, as the teacher's trees
+    read them: the match state, the over and the players' and venue's outcome rates fitted on the fitting
+    seasons (out of fold for their own rows); with `data.records`, every key's record as of the ball's day
+    from the `known` matches before it, in place of the rates."""
+    if data.get("records") is not None:
+        log.info("features: match state and each player's, venue's and competition's record as of the day")
+        book = RecordBook(known, RecordSettings(**data.records))
+        first, last = int(train["season"].max()), int(fit_final["season"].max())
+        return tuple(
+            tabular_features(d, book, s) for d, s in ((train, first), (val, first), (fit_final, last), (test, last))
+        )
+    log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_final))
+    # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
+    strength = float(data.rate_strength)
+    sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
+    X_val = sel_feats.transform(val)
+    feats, X_fit = (
+        TabularFeatures.fit_transform(fit_final, strength) if fit_final is not train else (sel_feats, X_train)
+    )
+    return X_train, X_val, X_fit, feats.transform(test)
+
+
 def keyed_state(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
-    """The match state of deliveries `d` (from their feature matrix `X`), keyed, for `paired_by_state`."""
-    state = pd.DataFrame(X, columns=TabularFeatures.names(), index=d.index)
+    """The match state of deliveries `d` (from their feature matrix `X`, whose first columns it is), keyed,
+    for `paired_by_state`."""
+    state = pd.DataFrame(X[:, : len(STATE_COLUMNS)], columns=list(STATE_COLUMNS), index=d.index)
     for key in (*KEY_COLUMNS, "phase"):
         state[key] = d[key]  # phase stays categorical, so its bins come in match order
     state["innings_kind"] = np.where(state["is_chase"] > 0, "chase", "first innings")

@@ -12,10 +12,12 @@ import torch
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.scoring.attention import (
+    AGE_BANDS,
     CATEGORIES,
     category_masks,
     draw_match,
     head_report,
+    history_report,
     innings_attention,
     main,
     parse_ball,
@@ -202,3 +204,38 @@ def test_cli_refuses_an_out_that_is_a_file_and_an_innings_not_played(tracked_run
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["cricket-attn-attention: --innings 5: match 1473438 has no such innings (it has 1, 2)"]
     assert not (tmp_path / "pics").exists()
+
+
+def test_the_history_report_gives_each_competition_and_age_its_share_of_attention(deliveries):
+    """Readers whose query is zero spread each ball's attention evenly over the "nothing" key and the
+    balls its player's history holds: the report gives every competition and age band exactly its share
+    of the balls held. A reader whose "nothing" key outscores every ball reads nothing."""
+    d = deliveries.copy()
+    other = d["match_id"].isin(d["match_id"].unique()[::3])
+    d["competition"] = np.where(other, "SA20", d["competition"].astype(str))  # two competitions
+    encoder = SequenceEncoder.fit_encode(d, min_count=1, history_balls=8)[0]
+    model = CricketTransformer(ModelConfig(**encoder.model_dims(), d_model=8, n_heads=2, n_layers=1)).eval()
+    readers = [model.batter_history, model.bowler_history]
+    with torch.no_grad():
+        for reader in readers:
+            reader.q.weight.zero_()
+            reader.q.bias.zero_()
+    report = history_report(model, encoder, d)
+    assert set(report["reader"]) == {"batter_history", "bowler_history"}
+    for _, part in report.groupby("reader"):
+        for kind in ("competition", "age"):
+            rows = part[part["kind"] == kind]
+            assert rows["held"].sum() == pytest.approx(1) and rows["read"].sum() == pytest.approx(1)
+            assert np.allclose(rows["read"], rows["held"], atol=1e-6) and np.allclose(rows["ratio"], 1, atol=1e-5)
+        assert set(part.loc[part["kind"] == "competition", "value"]) == {"SA20", "Indian Premier League"}
+        assert set(part.loc[part["kind"] == "age", "value"]) <= {label for _, label in AGE_BANDS}
+        (nothing,) = part[part["kind"] == "nothing"].to_dict("records")
+        assert 1 / 9 - 1e-6 < nothing["read"] < 1 and 0 < nothing["held"] < 1  # the first match's players have none
+    with torch.no_grad():
+        for reader in readers:
+            reader.kv.weight.zero_()
+            reader.kv.bias.zero_()  # every ball's key is zero
+            reader.q.bias.fill_(3.0)
+            reader.none[0].fill_(3.0)  # the "nothing" key scores 3 * 3 * 4 / 2 = 18 against 0
+    report = history_report(model, encoder, d)
+    assert (report.loc[report["kind"] == "nothing", "read"] > 0.999).all()

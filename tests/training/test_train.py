@@ -288,6 +288,33 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     trained.encoder.attach_known(dm.tables.deliveries)
     test = dm.split.split(dm.tables.deliveries)["test"]
     assert abs(score(trained.score(test))["log_loss"] - results["test/log_loss"]) < 1e-6
+    # cricket-attn-predict and cricket-attn-attention read the histories and records from --history (the
+    # archive joined to the matches given): the same probabilities, and the readers' report.
+    import numpy as np
+    import pandas as pd
+
+    from cricket_attn.metrics import PROB_COLUMNS
+    from cricket_attn.scoring import predict
+    from cricket_attn.scoring.attention import main as attention
+    from tests.conftest import FIXTURES
+
+    predicted = tmp_path / "predicted.parquet"
+    predict.run(
+        predict.parse_args(
+            ["--model", results["checkpoint"], "--out", str(predicted), "--history", str(FIXTURES), str(FIXTURES)]
+        )
+    )
+    keys = ["match_id", "innings", "delivery_index"]
+    both = trained.score(test).merge(pd.read_parquet(predicted), on=keys, suffixes=("", "_cli"))
+    assert len(both) == len(test[~test["is_super_over"].astype(bool)])
+    cols = list(PROB_COLUMNS)
+    assert np.abs(both[cols].to_numpy() - both[[c + "_cli" for c in cols]].to_numpy()).max() < 1e-6
+
+    out = tmp_path / "attention"
+    args = ["--model", results["checkpoint"], "--out", str(out), "--report", "--history", str(FIXTURES)]
+    assert attention([*args, str(FIXTURES)]) == 0
+    readers = (out / "histories.md").read_text()
+    assert "| batter history | competition | Indian Premier League |" in readers and "| bowler history |" in readers
     # A killed run resumes: its encoder, restored from the checkpoint, reads the histories and records again.
     again = train(
         tiny_train_config(
