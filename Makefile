@@ -28,7 +28,7 @@ main: $(STAMP)
 
 # Every men's T20 league (conf/data/t20.yaml: the IPL archive and ../shared/data/t20s_male_json.zip): the
 # pooled model, then the same fine-tuned on the IPL from its weights, then the baselines on the pooled
-# table, paired with the fine-tuned run. Some 4 hours on a 2-core CPU (estimated from its parts); a
+# table, paired with the fine-tuned run. Some 6 hours on a 2-core CPU (the sum of its parts); a
 # stopped step continues with `cricket-attn-train resume=<its folder>` (outputs/leagues/<stamp>/pooled
 # or .../ipl).
 LEAGUES := $(CURDIR)/outputs/leagues/$(shell date +%Y-%m-%d_%H-%M-%S)

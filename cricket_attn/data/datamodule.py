@@ -167,7 +167,10 @@ class CricketDataModule(pl.LightningDataModule):
         size = self.batch_size if shuffle else self.eval_batch_size
         trainer = self.trainer  # None outside a Trainer (e.g. notebooks)
         rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
-        sampler = BucketBatchSampler(ds.lengths, size, shuffle=shuffle, seed=self.seed, rank=rank, world_size=world)
+        epoch_now = (lambda: trainer.current_epoch) if trainer is not None else None  # a resumed run's order too
+        sampler = BucketBatchSampler(
+            ds.lengths, size, shuffle=shuffle, seed=self.seed, rank=rank, world_size=world, epoch_now=epoch_now
+        )
         return torch.utils.data.DataLoader(
             ds, batch_sampler=sampler, collate_fn=ds.collate, num_workers=self.num_workers
         )

@@ -8,6 +8,7 @@ the match state and the positional parts; its label is ball t's outcome.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -481,16 +482,29 @@ class BucketBatchSampler(torch.utils.data.Sampler):
 
     Under data-parallel training each of `world_size` processes takes every world_size-th batch
     (the same number each, so no process waits on another at the end of an epoch).
+
+    Epoch e's order comes from seed + e: the epochs are counted from 0 by the sampler itself, or given by
+    `epoch_now` (the trainer's current epoch), so that a run resumed at epoch e draws epoch e's order and
+    not the first epoch's again.
     """
 
     def __init__(
-        self, lengths: torch.Tensor, batch_size: int, shuffle: bool, seed: int = 0, rank: int = 0, world_size: int = 1
+        self,
+        lengths: torch.Tensor,
+        batch_size: int,
+        shuffle: bool,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        epoch_now: Callable[[], int] | None = None,
     ):
         self.lengths, self.batch_size, self.shuffle, self.seed = lengths, batch_size, shuffle, seed
         self.rank, self.world_size = rank, world_size
-        self.epoch = 0
+        self.epoch, self.epoch_now = 0, epoch_now
 
     def __iter__(self):
+        if self.epoch_now is not None:
+            self.epoch = self.epoch_now()
         g = torch.Generator().manual_seed(self.seed + self.epoch)
         self.epoch += 1
         order = torch.randperm(len(self.lengths), generator=g) if self.shuffle else torch.arange(len(self.lengths))
