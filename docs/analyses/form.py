@@ -38,8 +38,12 @@ from cricket_attn.scoring.form import ROLES, PlayerForm, ball_losses, fit_weight
 from cricket_attn.scoring.serving import load_trained
 
 
-def scored(model: str, d: pd.DataFrame) -> pd.DataFrame:
-    out = load_trained(model).score(d)
+def scored(model: str, d: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
+    """`d` scored by `model`; a model that reads histories or records reads them from every match `known`."""
+    trained = load_trained(model)
+    if trained.encoder.reads_known:
+        trained.encoder.attach_known(known)
+    out = trained.score(d)
     assert len(out) == len(d) and (out["match_id"].to_numpy() == d["match_id"].to_numpy()).all()
     for c in ("date", *ROLES):
         out[c] = d[c].to_numpy()
@@ -76,7 +80,7 @@ def main() -> None:
     seasons = {"2024": (args.season_back_model, [2024]), "2025-2026": (args.model, [2025, 2026])}
     data = {}
     for name, (model, years) in seasons.items():
-        s = scored(model, d[d["season"].isin(years)].reset_index(drop=True))
+        s = scored(model, d[d["season"].isin(years)].reset_index(drop=True), d)
         data[name] = (s, np.log(s[list(PROB_COLUMNS)].to_numpy(np.float64)), labels_of(s))
 
     def design(name: str, balls: float, oracle: bool) -> np.ndarray:
