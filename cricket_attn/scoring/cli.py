@@ -11,11 +11,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.deliveries import Ingested
+from cricket_attn.data.histories import days
 from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import BY_MODEL, STRENGTH, strength
@@ -50,19 +52,26 @@ class CommandSummary:
 
 
 def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
-    """The batters, the bowlers, the venues and the competitions of the regular innings that the model has no
-    embedding of their own for, by name (as the files write them). A player is known as a batter or as a
-    bowler: a bowler's embedding says nothing of his batting. Players and venues are matched as the model
-    knows them (`SequenceEncoder.key`: registry ids, one key per ground)."""
+    """The batters, the bowlers, the venues and the competitions of the regular innings that the model knows
+    nothing of, by name (as the files write them): for a model of training-season rates, those without an
+    embedding of their own; for a model reading records as of the day (its record book attached), those
+    with no ball in the known matches before their match's day (a debut, a new ground). A player is known
+    as a batter or as a bowler: a bowler's record says nothing of his batting. Players and venues are
+    matched as the model knows them (`SequenceEncoder.key`: registry ids, one key per ground)."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
     vocabularies = {"batters": ("batter", encoder.batters), "bowlers": ("bowler", encoder.bowlers)}
     vocabularies["venues"] = ("venue", encoder.venues)
     if encoder.competitions is not None:  # a model before the league step reads no competition
         vocabularies["competitions"] = ("competition", encoder.competitions)
+    book = encoder.record_book if encoder.records is not None else None
     unknown = {}
     for what, (column, vocab) in vocabularies.items():
         keys = encoder.key(regular, column) if column != "competition" else regular[column]
-        unknown[what] = sorted(set(regular[column].astype(str)[vocab.encode(keys) == 0]))
+        if book is not None:
+            missing = book.before(column, np.asarray(keys, dtype=object), days(regular["date"])).balls == 0
+        else:
+            missing = vocab.encode(keys) == 0
+        unknown[what] = sorted(set(regular[column].astype(str)[missing]))
     return unknown
 
 

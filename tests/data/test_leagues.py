@@ -112,6 +112,26 @@ def test_players_are_keyed_by_registry_id_and_grounds_by_one_name(leagues):
     assert enc.player_keys("batter", [first, "Nobody"]) == [d["batter_id"].astype(str).iloc[0], "Nobody"]
 
 
+def test_a_records_model_names_what_had_no_record_before_the_match(fixture_tables):
+    """A model reading records as of the day knows every player and ground it has no embedding for by its
+    record: unknown to it are those with no ball before the match's day (a debutant), not every name."""
+    d = fixture_tables.deliveries
+    last = d[d["date"] == d["date"].max()]
+    renamed = d.astype({"batter": object, "batter_id": object})
+    first_batter = renamed.index[renamed["match_id"] == last["match_id"].iloc[0]][0]
+    renamed.loc[first_batter, ["batter", "batter_id"]] = ["A Debutant", "debut000"]
+    encoder = SequenceEncoder.fit_encode(renamed, min_count=None, records={})[0]
+    match = renamed[renamed["match_id"] == last["match_id"].iloc[0]]
+    earlier = renamed[renamed["date"] < last["date"].iloc[0]]
+    unknown = unknown_to(encoder, match)
+    for what, column in (("batters", "batter"), ("bowlers", "bowler"), ("venues", "venue")):
+        seen = set(entity_key(earlier, column))
+        expected = {n for n, k in zip(match[column].astype(str), entity_key(match, column)) if k not in seen}
+        assert set(unknown[what]) == expected, what
+    assert "A Debutant" in unknown["batters"] and len(unknown["batters"]) < match["batter"].nunique()
+    assert unknown["competitions"] == []  # the IPL, with every earlier match's balls
+
+
 def test_a_model_of_one_league_names_the_competitions_and_grounds_it_does_not_know(fixture_tables, leagues):
     encoder = SequenceEncoder.fit_encode(fixture_tables.deliveries, min_count=5, competition_min_count=500)[0]
     assert encoder.competitions.tokens == ["", "Indian Premier League"]
