@@ -230,8 +230,8 @@ def history_report(
     d = deliveries.reset_index(drop=True)
     regular = d[~d["is_super_over"].astype(bool)]
     sequences = encoder.encode(d)
-    sums: dict[tuple[str, str, str], list[float]] = {}  # (reader, kind, value) -> [held, read]
-    nothing: dict[str, list[float]] = {}  # reader -> [balls with no history, attention on "nothing"]
+    sums: dict[tuple[str, str, str], list[float]] = {}  # (reader, kind, value) -> [held, read], summed over balls
+    nothing: dict[str, list[float]] = {}  # reader -> [balls with no history, attention on "nothing", balls]
     histories = {}
     for role in net.cfg.history_roles:
         store = encoder.histories[role]
@@ -268,13 +268,12 @@ def history_report(
                     for value in np.unique(lab[h]):
                         on = h & (lab == value)
                         counts = on.sum(-1) / np.clip(h.sum(-1), 1, None)
-                        acc = sums.setdefault((name, kind, str(value)), [0.0, 0.0, 0.0])
+                        acc = sums.setdefault((name, kind, str(value)), [0.0, 0.0])
                         acc[0] += counts[~empty].sum()
                         acc[1] += (share * on)[~empty].sum()
-                        acc[2] += (~empty).sum()
     rows_out = []
     read_balls = {name: t[2] - t[0] for name, t in nothing.items()}
-    for (name, kind, value), (held_sum, read_sum, _) in sums.items():
+    for (name, kind, value), (held_sum, read_sum) in sums.items():
         n = max(read_balls[name], 1)
         rows_out.append({"reader": name, "kind": kind, "value": value, "held": held_sum / n, "read": read_sum / n})
     for name, (empty, on_nothing, balls) in nothing.items():
