@@ -23,7 +23,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
 # The real conf/ tree's training, shrunk to seconds: the fixture matches, a tiny model, two epochs.
 TINY_TRAINING = [
     f"data.sources=[{FIXTURES}]",
-    "data.min_count=5",
     "data.competition_min_count=500",
     "data.batch_size=8",
     "model.d_model=8",

@@ -57,7 +57,7 @@ def test_every_shipped_config_passes_its_table(name, overrides):
         ("config", "data.sources=matches.zip", "data.sources='matches.zip': must be a list, or null"),
         ("config", "data.train_competitions=[]", "data.train_competitions=[]: must be a list of competitions"),
         ("config", "data.teacher.folds=1", "data.teacher.folds=1: must be at least 2"),
-        ("config", "data.records={half_life: 365}", "data.records={half_life}: must be a mapping of"),
+        ("config", "data.records=365", "data.records=365: must be a mapping, or null"),
         ("config", "data.records={rate_strength: 0}", "data.records.rate_strength=0: must be positive"),
         ("config", "data.teacher.model.learning_rate=0", "data.teacher.model.learning_rate=0: must be positive"),
         ("config", "callbacks.model_checkpoint=null", "callbacks.model_checkpoint=null: must be a mapping"),
@@ -80,6 +80,13 @@ def test_a_mistaken_setting_is_one_line_naming_key_value_and_what_is_allowed(nam
     with pytest.raises(SettingError) as refused:
         check(composed(name, override), TABLES[name])
     assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_a_records_setting_that_is_not_one_is_named():
+    """Over conf/data/ipl.yaml's records Hydra itself refuses a key it lacks; over data=t20's null the
+    mapping is taken whole, and the check names what it may hold."""
+    with pytest.raises(SettingError, match=r"^data.records=\{half_life\}: must be a mapping of competition_strength"):
+        check(composed("config", "data=t20", "data.records={half_life: 365}"), settings.TRAIN)
 
 
 def test_a_key_the_config_does_not_have_is_skipped_and_a_null_parent_skips_its_keys():

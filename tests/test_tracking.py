@@ -30,7 +30,7 @@ def test_run_records_config_metrics_plots_checkpoint_and_model(tracked_run):
     client = MlflowClient(tracked_run["uri"])
     run = client.get_run(tracked_run["run_id"])
     assert run.info.status == "FINISHED"
-    assert run.data.params["model.d_model"] == "8" and run.data.params["data.min_count"] == "5"
+    assert run.data.params["model.d_model"] == "8" and run.data.params["data.min_count"] == "None"
     assert run.data.tags["model_family"] == "transformer"
     assert Path(run.data.tags["checkpoint"]).is_file()
     # Per-epoch losses of the selection stage and of the refit stage.
@@ -309,7 +309,6 @@ def train_command(folder: Path, *overrides: str, multirun: bool = False) -> list
         *(["-m"] if multirun else []),
         f"data.sources=[{FIXTURES}]",
         f"data.data_dir={folder / 'data'}",
-        "data.min_count=5",
         "debug=fast",
         "model.numeric_hidden=16",
         f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
@@ -355,7 +354,6 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     started = [
         f"data.sources=[{FIXTURES}]",
         f"data.data_dir={tmp_path / 'data'}",
-        "data.min_count=5",
         "data.teacher=null",
         "model.d_model=8",
         "model.n_heads=2",

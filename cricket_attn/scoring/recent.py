@@ -118,7 +118,10 @@ def balls_since(
     """The model's scored balls of every match in `deliveries` played after its training seasons (match_id as
     text, batter, bowler, outcome, the class probabilities and, where the table has it, the competition),
     and those matches' dates by match_id; the matches of `scored` (balls the model has scored already) are
-    not scored again."""
+    not scored again. An encoder that reads earlier matches (records, histories) and has none attached reads
+    them from `deliveries`."""
+    if not encoder.known_attached:
+        encoder.attach_known(deliveries)
     since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
     columns = ["match_id", "batter", "bowler", "outcome", *PROB_COLUMNS]
     if since.empty:

@@ -15,6 +15,7 @@ interval by match.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -36,9 +37,10 @@ from hydra._internal.utils import create_config_search_path
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import HydraException
 from hydra.types import HydraContext, RunMode
 from mlflow.utils.mlflow_tags import MLFLOW_GIT_COMMIT
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn import progress, settings, tracking
 from cricket_attn.atomic import atomic_path
@@ -78,10 +80,21 @@ def every_job(cfg: DictConfig, variants=None) -> list[Job]:
     ]
 
 
-def settings_digest(overrides, extra=()) -> str:
-    """What a run is, whatever its variant is called in whichever set: a digest of its overrides, sorted
-    (a digest, so the tag passes the command line as one plain word)."""
-    return hashlib.sha256(";".join(sorted([*overrides, *extra])).encode()).hexdigest()[:16]
+# The parts of a training config that say where a run goes and how it is logged, not what it is.
+PLACE_KEYS = ("hydra", "paths", "logger", "progress", "mlflow", "resume", "seed")
+
+
+@functools.cache
+def settings_digest(overrides: tuple[str, ...]) -> str:
+    """What a run is, whatever its variant is called in whichever set: a digest of the training config
+    (conf/config.yaml) its overrides compose to, less where it runs and logs. So a variant another set has
+    run is found again, and a run made while conf/ held other defaults is not taken for one of today's (a
+    digest, so the tag passes the command line as one plain word)."""
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
+    composed = loader.load_configuration("config", list(overrides), run_mode=RunMode.RUN)
+    what = {k: v for k, v in OmegaConf.to_container(composed, resolve=False).items() if k not in PLACE_KEYS}
+    what["data"].pop("data_dir", None)
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def finished_runs(cfg: DictConfig) -> dict[Job, str]:
@@ -134,8 +147,8 @@ def job_overrides(cfg: DictConfig, job: Job) -> list[str]:
         *place,
         *cfg.common,
         *cfg.protocols[job.protocol],
-        *cfg.variants[job.variant],
         *cfg.get("extra", []),
+        *cfg.variants[job.variant],  # last: what the variant sets wins over what every run shares
         f"seed={job.seed}",
         f"paths.mlflow_uri={cfg.paths.mlflow_uri}",
         f"logger.experiment_name={cfg.experiment}",
@@ -270,7 +283,11 @@ def record_lock(cfg: DictConfig) -> Iterator[None]:
 
 def run_key(cfg: DictConfig, job: Job) -> tuple[str, str, int]:
     """What a job's run is found by, in the store and in the record of any set: (settings digest, protocol, seed)."""
-    return settings_digest(cfg.variants[job.variant], cfg.get("extra", [])), job.protocol, job.seed
+    overrides = (*cfg.common, *cfg.get("extra", []), *cfg.variants[job.variant])
+    try:
+        return settings_digest(tuple(overrides)), job.protocol, job.seed
+    except HydraException as err:
+        raise ValueError(f"variant {job.variant}: {list(overrides)} make no training config: {err}") from None
 
 
 def read_record(record_dir: str | Path) -> dict[tuple[str, str, int], dict]:

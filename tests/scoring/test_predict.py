@@ -16,7 +16,9 @@ import torch
 
 from cricket_attn.data.deliveries import plain_types
 from cricket_attn.data.features import entity_key
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.scoring.cli import unknown_to
 from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, parse_args, run
 from cricket_attn.scoring.serving import load_trained
 from tests.conftest import FIXTURES
@@ -108,37 +110,58 @@ def test_next_ball_at_the_start_of_an_over_has_an_unknown_bowler(checkpoint, tmp
     assert nxt["batter"].item() == real["batter"]
 
 
-def test_unknown_players_venues_and_competitions_are_counted_not_errors(predicted, checkpoint, deliveries):
-    summary, frame = predicted["summary"], predicted["frame"]
+def test_unknown_players_venues_and_competitions_are_counted_not_errors(checkpoint, deliveries, tmp_path):
+    """The default model reads records as of the day: it knows nothing of whoever had no ball in the known
+    matches (here the fixtures, `--history`) before his match's day (a debut), as a batter and as a bowler
+    apart (a bowler's record says nothing of his batting), nor of the competition before its first match."""
+    live, out = live_copy(tmp_path, rename="A New Batter"), tmp_path / "scores.parquet"
+    summary = run(
+        parse_args(["--model", checkpoint, "--out", str(out), "--history", str(FIXTURES), str(FIXTURES), str(live)])
+    )
+    frame = pd.read_parquet(out)
     assert "A New Batter" in summary.unknown["batters"] and (frame["batter"] == "A New Batter").any()
-    # Batters and bowlers are counted against their own vocabularies (by registry id), named by name: a
-    # bowler with his own embedding who has batted too little for one is an unknown batter.
-    encoder = load_trained(checkpoint).encoder
     regular = deliveries[~deliveries["is_super_over"]]
-    batter_keys = pd.Series(entity_key(regular, "batter"))
-    unknown = set(regular["batter"].astype(str)[~batter_keys.isin(encoder.batters.tokens[1:]).to_numpy()])
-    assert set(summary.unknown["batters"]) == unknown | {"A New Batter"}
-    bowler_keys = pd.Series(entity_key(regular, "bowler"))
-    unknown = set(regular["bowler"].astype(str)[~bowler_keys.isin(encoder.bowlers.tokens[1:]).to_numpy()])
-    assert set(summary.unknown["bowlers"]) == unknown
-    known_bowlers = set(regular["bowler"].astype(str)) - unknown
-    assert set(summary.unknown["batters"]) & known_bowlers  # the case the old, shared count missed
-    assert summary.unknown["competitions"] == [] and "venues" in summary.unknown
-    assert "batters unknown to the model" in str(summary) and "competitions unknown to the model: 0" in str(summary)
+
+    def debuts(column: str) -> set[str]:
+        first = regular["date"].groupby(entity_key(regular, column)).transform("min")
+        return set(regular.loc[regular["date"] == first, column].astype(str))
+
+    assert set(summary.unknown["batters"]) == debuts("batter") | {"A New Batter"}
+    assert set(summary.unknown["bowlers"]) == debuts("bowler")
+    assert set(summary.unknown["venues"]) == debuts("venue")
+    assert summary.unknown["competitions"] == ["Indian Premier League"]  # the 2008 match: nothing before it
+    assert "batters unknown to the model" in str(summary) and "competitions unknown to the model: 1" in str(summary)
 
 
-def test_probabilities_equal_the_evaluation_route(predicted, checkpoint, deliveries):
+def test_a_model_of_training_season_rates_knows_those_with_an_embedding(deliveries):
+    """A model without records (data.records=null) knows a player by his embedding: one fitted on too few
+    balls as a batter is an unknown batter, whatever he did as a bowler (registry ids, named by name)."""
+    encoder = SequenceEncoder.fit_encode(deliveries[deliveries["season"] <= 2023], 5, competition_min_count=500)[0]
+    unknown = unknown_to(encoder, deliveries)
+    regular = deliveries[~deliveries["is_super_over"]]
+    for what, column, vocab in (("batters", "batter", encoder.batters), ("bowlers", "bowler", encoder.bowlers)):
+        keys = pd.Series(entity_key(regular, column))
+        assert set(unknown[what]) == set(regular[column].astype(str)[~keys.isin(vocab.tokens[1:]).to_numpy()])
+    known_bowlers = set(regular["bowler"].astype(str)) - set(unknown["bowlers"])
+    assert set(unknown["batters"]) & known_bowlers  # the case the old, shared count missed
+    assert unknown["competitions"] == [] and "venues" in unknown
+
+
+def test_probabilities_equal_the_evaluation_route(checkpoint, deliveries, tmp_path):
+    """On the same matches (a records model reads its records from the matches it is given), the command
+    and `TrainedModel.score` agree ball by ball."""
+    frame = predicted_with(checkpoint, tmp_path)
     scored = load_trained(checkpoint).score(deliveries)
     keys = ["match_id", "innings", "delivery_index"]
-    both = predicted["frame"].merge(scored[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_eval"))
-    assert len(both) == len(scored)
+    both = frame.merge(scored[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_eval"))
+    assert len(both) == len(scored) == len(frame)
     for col in PROB_COLUMNS:
         assert np.abs(both[col] - both[f"{col}_eval"]).max() < 1e-6
 
 
 def predicted_with(checkpoint: str, tmp_path: Path, *options: str) -> pd.DataFrame:
     """The fixture matches scored with `options`, the fixtures their earlier matches."""
-    out = tmp_path / f"{'_'.join(options)}.parquet"
+    out = tmp_path / f"{'_'.join(options) or 'plain'}.parquet"
     run(parse_args(["--model", checkpoint, "--out", str(out), *options, "--history", str(FIXTURES), str(FIXTURES)]))
     return pd.read_parquet(out)
 
@@ -153,6 +176,7 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
         predicted_with(checkpoint, tmp_path, "--recent-level", level, "--no-form") for level in ("200", "0")
     )
     trained = load_trained(checkpoint)
+    trained.encoder.attach_known(deliveries)  # what the command reads records from (its --history)
     seasons = deliveries.groupby("match_id")["season"].first()
     later = seasons[seasons > trained.encoder.last_season]
     first_later = deliveries[deliveries["match_id"].isin(later.index)].groupby("match_id")["date"].first().idxmin()
@@ -181,6 +205,7 @@ def test_players_form_tilts_each_match_by_the_matches_before_it(checkpoint, deli
         predicted_with(checkpoint, tmp_path, "--recent-level", "0", flag) for flag in ("--form", "--no-form")
     )
     trained = load_trained(checkpoint)
+    trained.encoder.attach_known(deliveries)  # what the command reads records from (its --history)
     seasons = deliveries.groupby("match_id")["season"].first()
     later = seasons[seasons > trained.encoder.last_season]
     dates = deliveries.groupby("match_id")["date"].first()
@@ -208,13 +233,13 @@ def test_csv_and_parquet_agree(checkpoint, predicted, tmp_path):
     assert (csv["batter"] == parquet["batter"]).all()
 
 
-def test_pyfunc_model_gives_the_scripts_columns_and_numbers(tracked_run, predicted, deliveries):
+def test_pyfunc_model_gives_the_scripts_columns_and_numbers(tracked_run, checkpoint, deliveries, tmp_path):
     mlflow.set_tracking_uri(tracked_run["uri"])
     model = mlflow.pyfunc.load_model(f"runs:/{tracked_run['run_id']}/model")
     out = model.predict(plain_types(deliveries))
     assert set(OUTPUT_COLUMNS) <= set(out.columns)
     keys = ["match_id", "innings", "delivery_index"]
-    both = predicted["frame"].merge(out[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_pyfunc"))
+    both = predicted_with(checkpoint, tmp_path).merge(out[keys + list(PROB_COLUMNS)], on=keys, suffixes=("", "_pyfunc"))
     assert len(both) == len(out)
     assert max(np.abs(both[c] - both[f"{c}_pyfunc"]).max() for c in PROB_COLUMNS) < 1e-6
 

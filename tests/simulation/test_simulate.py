@@ -52,13 +52,16 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     again = tmp_path / "again.parquet"  # same seed, same numbers (the live match alone: each match has its own draws)
     run(args(checkpoint, again, live))
     pd.testing.assert_frame_equal(live_rows.reset_index(drop=True), pd.read_parquet(again))
-    # By default the league's level is learnt from the known matches since training: without it, on the same
+    # A model reading records as of the day has the league's level among its inputs, so by default no offset
+    # is learnt on top (as --recent-level 0); with one from the known matches since training, on the same
     # seed, the projections move.
-    plain = tmp_path / "plain.parquet"
+    plain, level = tmp_path / "plain.parquet", tmp_path / "level.parquet"
     run(args(checkpoint, plain, live, extra=("--recent-level", "0")))
-    unmoved = pd.read_parquet(plain)
-    assert unmoved["win_probability"].between(0, 1).all() and len(unmoved) == len(live_rows)
-    assert not unmoved["projected_total"].equals(live_rows["projected_total"].reset_index(drop=True))
+    run(args(checkpoint, level, live, extra=("--recent-level", "200")))
+    unmoved, moved = pd.read_parquet(plain), pd.read_parquet(level)
+    assert moved["win_probability"].between(0, 1).all() and len(moved) == len(live_rows)
+    pd.testing.assert_frame_equal(unmoved, live_rows.reset_index(drop=True))
+    assert not moved["projected_total"].equals(live_rows["projected_total"].reset_index(drop=True))
     # With players' form from the known matches since training (a 2026 match: its sides played in 2025), on
     # the same seed, they move too.
     later = tmp_path / "later" / "1527675.json"

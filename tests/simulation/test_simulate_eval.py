@@ -37,7 +37,9 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
     )
     report = (out / "simulation.md").read_text()
     assert "Chase win probability" in report and "First-innings total" in report and "(5 matches;" in report
-    assert "the league's recent level learnt with strength 200; innings-level spread 0.1." in report  # by default
+    # By default, for a model reading records as of the day (the league's level among them), no offset on top.
+    first_line = report.splitlines()[0]
+    assert first_line.endswith("; innings-level spread 0.1.") and "recent level" not in first_line
     # Where the simulator can go wrong, each on its own: per-ball levels, the classes' run values, the bowler
     # rule, and simulated innings from ball 0, for the last training season and the test seasons.
     for title in (
@@ -52,7 +54,7 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
     assert (out / "reliability.png").is_file() and len(list((out / "matches").glob("*.png"))) == 2
     (run,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id])
     assert run.data.tags["model_family"] == "simulator" and run.info.status == "FINISHED"
-    assert run.data.params["recent_level"] == "200.0" and run.data.params["spread"] == "0.1"
+    assert run.data.params["recent_level"] == "0.0" and run.data.params["spread"] == "0.1"
     assert 0 <= run.data.metrics["sim/brier"] <= 1 and "sim/total_mae_10" in run.data.metrics
     assert "why/wickets_gap_per_innings_2025_chase" in run.data.metrics
     assert "MLflow run" in capsys.readouterr().out

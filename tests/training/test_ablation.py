@@ -3,6 +3,7 @@ pairs it with the default, and continues a stopped ablation without training any
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -23,6 +24,7 @@ from cricket_attn.training.ablation import (
     read_record,
     recorded_runs,
     run_ablation,
+    run_key,
     settings_digest,
 )
 from tests.conftest import TINY_TRAINING
@@ -115,9 +117,7 @@ def test_each_job_is_a_finished_training_run_tagged_in_its_folder(ablation):
     run = ablation.client.get_run(ablation.runs[SELF_ONLY])
     assert run.info.status == "FINISHED"
     assert run.data.tags["protocol"] == "season_back" and run.data.tags["variant"] == "self_only"
-    assert run.data.tags["settings"] == settings_digest(
-        ["model.context=0"], ablation.cfg.extra
-    )  # a digest of its overrides
+    assert run.data.tags["settings"] == run_key(ablation.cfg, SELF_ONLY)[0]
     assert run.data.params["model.context"] == "0" and run.data.params["data.split.test"] == "[2024]"
     folder = ablation.folder / "out" / "season_back" / "self_only" / "seed0"
     assert (folder / "train.log").is_file() and (folder / tracking.RUN_FILE).is_file()
@@ -134,11 +134,11 @@ def test_jobs_2_trains_two_runs_at_once(ablation):
 def test_the_report_pairs_the_variant_with_the_default_on_the_same_balls(ablation):
     table, cfg = ablation.table, ablation.cfg
     assert "| self_only |" in table and "| default |" in table
-    mine = ablation.seeds[ablation.seeds["variant"] == "self_only"].iloc[
-        0
-    ]  # its cell shows the epochs its refit trained
-    assert f"| self_only | {mine['log_loss']:.4f} ({mine['epochs']}) |" in table
-    val = {job.variant: rec["val_log_loss"] for job, rec in recorded_runs(cfg).items()}  # and on its validation season
+    recorded = recorded_runs(cfg)
+    mine = recorded[SELF_ONLY]  # its cell shows the epochs its refit trained (the seeds' file: 6 figures)
+    assert f"| self_only | {mine['log_loss']:.4f} ({int(mine['epochs'])}) |" in table
+    assert ablation.seeds.set_index("variant").loc["self_only", "log_loss"] == pytest.approx(mine["log_loss"], rel=1e-5)
+    val = {job.variant: rec["val_log_loss"] for job, rec in recorded.items()}  # and on its validation season
     assert f"| {val['self_only'] - val['default']:+.4f} |" in table
     balls = [tracking.load_scored(cfg.paths.mlflow_uri, ablation.runs[job]) for job in (SELF_ONLY, DEFAULT)]
     direct = paired_difference(*balls, n_boot=200)  # the interval the record gives is that of the scored balls
@@ -252,3 +252,15 @@ def test_the_command_refuses_in_one_line_with_status_2(tmp_path):
     assert out.returncode == 2
     assert out.stderr.splitlines() == ["cricket-attn-ablate: jobs=0: must be at least 1"]
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_run_is_known_by_the_config_it_composes_to():
+    """The same run whatever its overrides spell out, and another once conf/'s defaults differ: a record
+    made under the old defaults (career rates, embeddings) is not taken for today's default."""
+    default = settings_digest(())
+    assert settings_digest(("data.history_balls=0",)) == default  # the default, spelt out
+    assert settings_digest(("progress=none", "logger.run_name=x")) == default  # where it logs, not what it is
+    assert settings_digest(("model.context=0",)) != default
+    assert settings_digest(("data.records=null", "data.min_count=50")) != default
+    with pytest.raises(ValueError, match=r"variant self_only: .*model.contex=0.* make no training config"):
+        run_key(ablation_config(Path("/tmp"), "variants.self_only=['model.contex=0']"), SELF_ONLY)

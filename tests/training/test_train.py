@@ -81,6 +81,7 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     test.prepare_data()
     test.setup("test")
     deliveries = test.split.split(test.tables.deliveries)["test"]
+    trained.encoder.attach_known(test.tables.deliveries)  # the records the run read, as of each ball's day
     each = [score_deliveries(m, trained.encoder, deliveries)[list(PROB_COLUMNS)].to_numpy() for m in model.members]
     scored = trained.score(deliveries)
     assert np.abs(scored[list(PROB_COLUMNS)].to_numpy() - np.mean(each, axis=0)).max() < 1e-6
