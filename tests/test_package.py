@@ -21,6 +21,7 @@ FLOORS = (
     ("model", "kv_cache"),
     ("training", "scoring"),
     ("simulation",),
+    ("valuation",),  # what players are worth: the ball model, and the simulator's win-probability rule
 )
 
 

@@ -187,6 +187,11 @@ class SequenceEncoder:
         widths = [BLOCK_WIDTHS[c] if self.records is not None else N_OUTCOMES + 1 for c in self.key_columns]
         return len(STATE_COLUMNS) + sum(widths[: self.key_columns.index(column)])
 
+    def block_slice(self, column: str) -> slice:
+        """Where `column`'s features lie among the numeric features (`key_features`, after the match state)."""
+        width = BLOCK_WIDTHS[column] if self.records is not None else N_OUTCOMES + 1
+        return slice(self.block_start(column), self.block_start(column) + width)
+
     @property
     def reads_known(self) -> bool:
         """Whether the encoder reads earlier matches (players' histories, records): `attach_known` first."""

@@ -90,13 +90,13 @@ def nothing_found(sources: list[str], tables: Ingested) -> str:
     return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"
 
 
-def check_out_path(out: Path) -> None:
+def check_out_path(out: Path, flag: str = "--out") -> None:
     """Refuse, before any work, an output the command could not write."""
     if out.suffix not in (".parquet", ".csv"):
-        raise ValueError(f"--out {out}: the file name must end in .parquet or .csv")
+        raise ValueError(f"{flag} {out}: the file name must end in .parquet or .csv")
     if out.is_dir():
-        raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv")
-    check_can_write_in("--out", out, out.resolve().parents)
+        raise ValueError(f"{flag} {out}: is a folder; give a file name ending in .parquet or .csv")
+    check_can_write_in(flag, out, out.resolve().parents)
 
 
 def check_out_folder(flag: str, folder: Path) -> None:
@@ -142,10 +142,10 @@ def defused(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_table(frame: pd.DataFrame, out: Path) -> None:
+def write_table(frame: pd.DataFrame, out: Path, flag: str = "--out") -> None:
     """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds. CSV,
     read by spreadsheets, has its formula-like text defused; parquet keeps the names as they are."""
-    with writing("--out", out), atomic_path(out) as tmp:
+    with writing(flag, out), atomic_path(out) as tmp:
         if out.suffix == ".parquet":
             frame.to_parquet(tmp, index=False)
         else:

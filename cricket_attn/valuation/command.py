@@ -1,0 +1,276 @@
+"""`cricket-attn-players`: what each player is worth, from the ball model.
+
+    cricket-attn-players --model <checkpoint> --season 2025 --out players.csv --plots pictures/
+
+Per player and role, per season and competition: runs above what an average player in his place was
+expected to make (batting) or concede (bowling), dismissals avoided and wickets above expected, with 95%
+intervals by match and a rank among those with enough balls (cricket_attn.valuation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from cricket_attn import tracking
+from cricket_attn.atomic import atomic_path
+from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
+from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.histories import known_deliveries
+from cricket_attn.data.sources import configured_sources
+from cricket_attn.metrics import markdown_table
+from cricket_attn.scoring.cli import check_out_folder, check_out_path, named_list, run_command, write_table, writing
+from cricket_attn.scoring.serving import load_trained
+from cricket_attn.settings import count
+from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, ROLES, value_matches
+from cricket_attn.valuation.plots import plot_card, plot_leaders
+from cricket_attn.valuation.reliability import MIN_BALLS as RELIABILITY_BALLS
+from cricket_attn.valuation.reliability import season_to_season, split_half
+
+GROUPS = ("season", "competition")
+MOST_PICTURES = 20  # groups whose leaders are drawn, the largest first
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="cricket-attn-players", description=__doc__.split("\n")[0])
+    p.error = lambda message: p.exit(2, f"{p.prog}: {message}\n")  # one line, as every refusal here (-h: usage)
+    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
+    p.add_argument("--out", required=True, type=Path, help="the players' table, .parquet or .csv")
+    p.add_argument("--balls-out", type=Path, help="also every ball's values, .parquet or .csv")
+    p.add_argument("--season", type=int, action="append", help="only these seasons (repeatable; default: all)")
+    p.add_argument("--competition", action="append", help="only these competitions, as the files name them")
+    p.add_argument("--match", action="append", help="only these match ids (repeatable)")
+    p.add_argument("--player", action="append", help="only these players, by name or registry id (repeatable)")
+    p.add_argument("--card", action="append", help="draw this player's card in --plots (by name or id; repeatable)")
+    p.add_argument(
+        "--by", nargs="*", choices=GROUPS, default=list(GROUPS), help="group each player's balls by these "
+        "(default: season competition; none: one row per player and role over everything valued)",
+    )  # fmt: skip
+    p.add_argument("--min-balls", type=count(1), default=MIN_BALLS, help="balls to be ranked (default %(default)s)")
+    p.add_argument("--boot", type=count(100), default=N_BOOT, help="bootstrap draws for the intervals")
+    p.add_argument(
+        "--min-balls-reliability", type=count(1), default=RELIABILITY_BALLS,
+        help="balls in a season for --reliability (default %(default)s)",
+    )  # fmt: skip
+    p.add_argument("--seed", type=count(0), default=0)
+    p.add_argument("--plots", type=Path, help="folder for the leaders' chart of each group and the players' cards")
+    p.add_argument(
+        "--reliability", action="store_true", help="also whether the values hold from each season valued to the "
+        "next and between the odd and even matches of a season, against strike rate and economy "
+        "(cricket_attn.valuation.reliability; beside --out as <name>_reliability.md)",
+    )  # fmt: skip
+    p.add_argument("--top", type=count(1), default=15, help="players in each leaders' chart (default %(default)s)")
+    p.add_argument("--data", default="ipl", help="data config in conf/data/: phase rules, sources, data folder")
+    p.add_argument("--history", action="append", help="more Cricsheet data whose earlier matches give records")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    p.add_argument("--experiment", default="cricket_attn")
+    p.add_argument("--no-mlflow", action="store_true", help="write the files only, no MLflow run")
+    p.add_argument("sources", nargs="*", help="Cricsheet zips, folders or match files (default: the --data sources)")
+    return p.parse_args(argv)
+
+
+def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """The deliveries of the matches asked for; none is one line naming what was asked."""
+    keep = pd.Series(True, index=d.index)
+    asked = []
+    if args.season:
+        keep &= d["season"].isin(args.season)
+        asked.append(f"--season {' '.join(map(str, args.season))}")
+    if args.competition:
+        keep &= d["competition"].astype(str).isin(args.competition)
+        asked.append(f"--competition {' '.join(args.competition)}")
+    if args.match:
+        keep &= d["match_id"].astype(str).isin(args.match)
+        asked.append(f"--match {' '.join(args.match)}")
+    if not keep.any():
+        have = sorted(d["season"].unique().tolist())
+        raise ValueError(f"{', '.join(asked)}: no match in the data (seasons {have[0]}-{have[-1]})")
+    return d[keep]
+
+
+def check_players(d: pd.DataFrame, players: list[str]) -> None:
+    """Each player asked for has a ball in `d`, as batter or bowler, by name or registry id."""
+    there = set()
+    for role in ("batter", "bowler"):
+        there |= set(d[role].astype(str)) | set(d[f"{role}_id"].dropna().astype(str))
+    missing = [p for p in players if p not in there]
+    if missing:
+        raise ValueError(f"--player {missing[0]}: no ball batted or bowled in the matches valued")
+
+
+def run(args: argparse.Namespace) -> str:
+    start = time.perf_counter()
+    for flag, path in (("--out", args.out), ("--balls-out", args.balls_out)):
+        if path is not None:
+            check_out_path(path, flag)
+    if args.plots is not None:
+        check_out_folder("--plots", args.plots)
+    if args.card and (args.plots is None or "season" not in args.by):
+        raise ValueError(f"--card {args.card[0]}: a card needs --plots and the values by season (--by season ...)")
+    if not args.no_mlflow:
+        tracking.check_tracking_uri(args.tracking_uri)
+    trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
+    cfg = load_data_config(args.data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    sources = args.sources or configured_sources(cfg.sources)
+    tables = load_tables(sources, phases, project_path(cfg.data_dir))
+    known, matches = tables.deliveries, tables.matches
+    if args.history:
+        history = load_tables(args.history, phases, project_path(cfg.data_dir))
+        known = known_deliveries(known, history.deliveries)
+        matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
+    valued = chosen(tables.deliveries, args)
+    if args.player or args.card:
+        check_players(valued, [*(args.player or []), *(args.card or [])])
+    refused = trained.cannot_take(valued)
+    valued = valued[~valued["match_id"].astype(str).isin(refused)]
+    if valued.empty:
+        raise ValueError(f"nothing to value: the model takes none of the matches ({next(iter(refused.values()))})")
+    by = list(args.by)
+    balls, table = value_matches(trained, valued, known, matches, by, args.min_balls, args.boot, args.seed)
+    if args.player:
+        table = table[table["player"].isin(args.player) | table["player_id"].isin(args.player)]
+    table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
+    write_table(table, args.out)
+    if args.balls_out is not None:
+        write_table(balls, args.balls_out, "--balls-out")
+    pictures = draw(table, args, by) if args.plots is not None else []
+    report = summary(balls, table, by, args)
+    if args.reliability:
+        report += "\n\n" + reliability_report(balls, args)
+    if not args.no_mlflow:
+        run_id = log_run(args, trained.source, balls, table, pictures, report)
+        report += f"\nMLflow run {run_id}"
+    return (
+        f"{report}\nskipped: {len(refused)}"
+        + "".join(f"\n  {reason}; not valued" for reason in refused.values())
+        + f"\nwritten: {args.out} ({time.perf_counter() - start:.1f} s)"
+    )
+
+
+def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str]) -> list[Path]:
+    """The leaders' chart of each group (the `MOST_PICTURES` largest), and each --card player's card."""
+    pictures = []
+    groups = table.groupby(by, observed=True, sort=False) if by else [((), table)]
+    groups = sorted(groups, key=lambda g: -len(g[1]))[:MOST_PICTURES]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        name = "_".join(str(k).replace(" ", "-").replace("/", "-") for k in key) or "all"
+        pictures.append(plot_leaders(group, args.plots / f"leaders_{name}.png", args.top, " ".join(map(str, key))))
+    for player in args.card or []:
+        safe = player.replace(" ", "-").replace("/", "-")
+        pictures.append(plot_card(table, player, args.plots / f"card_{safe}.png"))
+    return pictures
+
+
+def summary(balls: pd.DataFrame, table: pd.DataFrame, by: list[str], args: argparse.Namespace) -> str:
+    """What was valued, the sums that should be near zero for an average player's expectation, and the
+    leaders of the largest group."""
+    faced = balls[balls["faced"]]
+    lines = [
+        f"matches valued:     {balls['match_id'].nunique():,} ({len(balls):,} deliveries)",
+        f"players:            {table['player_id'].nunique():,}; ranked with {args.min_balls}+ balls: "
+        f"{int(table['rank'].notna().sum()):,} player-roles",
+        "an average player's expectation, summed over every ball (near zero if the model is calibrated):",
+        f"  runs above expected {faced['runs_above_expected'].sum():+.1f} of {faced['runs'].sum():,.0f} runs "
+        f"({faced['runs_above_expected'].mean():+.4f} a ball); runs saved {balls['runs_saved'].sum():+.1f} of "
+        f"{balls['conceded'].sum():,.0f} conceded; wickets above expected "
+        f"{balls['wickets_above_expected'].sum():+.1f} of {balls['bowler_wicket'].sum():,.0f}",
+    ]
+    if by:
+        largest = table.groupby(by, observed=True).size().idxmax()
+        largest = largest if isinstance(largest, tuple) else (largest,)
+        group = table[(table[by] == pd.Series(largest, index=by)).all(axis=1)]
+        lines.append(f"leaders of {' '.join(map(str, largest))}:")
+    else:
+        group = table
+        lines.append("leaders:")
+    for role in ROLES:
+        value = role.valued[0]
+        top = group[(group["role"] == role.name) & group["rank"].notna()].nsmallest(5, "rank")
+        shown = [f"{p} {v:+.1f} [{lo:+.1f}, {hi:+.1f}]" for p, v, lo, hi in
+                 zip(top["player"], top[value], top[f"{value}_low"], top[f"{value}_high"])]  # fmt: skip
+        lines.append(f"  {role.name} ({value.replace('_', ' ')}): " + ("; ".join(shown) or "none ranked"))
+    if args.player:
+        lines.append(named_list("players asked for", args.player))
+    return "\n".join(lines)
+
+
+def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
+    """Season to season (each pair of consecutive seasons valued) and split half (each season), as markdown,
+    also written beside --out."""
+    seasons = sorted(balls["season"].unique().tolist())
+    pairs = [(a, b) for a, b in zip(seasons, seasons[1:]) if b == a + 1]
+    columns = ["players", "value_r", "value_r_low", "value_r_high", "raw_r", "raw_r_low", "raw_r_high",
+               "difference", "difference_low", "difference_high"]  # fmt: skip
+    across = season_to_season(balls, pairs, args.min_balls_reliability, seed=args.seed)
+    within = split_half(balls, seasons, args.min_balls_reliability, seed=args.seed)
+    text = "\n\n".join(
+        [
+            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: the headline "
+            "value per ball; raw: strike rate or economy; r: Pearson, 95% intervals resampling players):",
+            markdown_table(across[["role", "seasons", *columns]], 3),
+            "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
+            markdown_table(within[["role", "season", *columns, "value_full", "raw_full"]], 3),
+        ]
+    )
+    path = args.out.with_name(f"{args.out.stem}_reliability.md")
+    with writing("--out", path), atomic_path(path) as tmp:
+        tmp.write_text(text + "\n")
+    return text
+
+
+def log_run(
+    args: argparse.Namespace, model: str, balls: pd.DataFrame, table: pd.DataFrame, pictures: list[Path], report: str
+) -> str:
+    """An MLflow run of family "players": the settings, the sums, the table and the pictures as artifacts."""
+    uri = args.tracking_uri
+    seasons = sorted(balls["season"].unique().tolist())
+    run_id = tracking.start_run(
+        uri,
+        args.experiment,
+        tracking.run_name("players", f"seasons={seasons[0]}-{seasons[-1]}"),
+        {"model_family": "players", "model": model},
+        description=report,
+    )
+    tracking.log_params(
+        uri,
+        run_id,
+        {"by": ",".join(args.by) or "none", "min_balls": str(args.min_balls), "boot": str(args.boot),
+         "seasons": ",".join(map(str, seasons)), "competitions": ",".join(args.competition or []) or "all"},
+    )  # fmt: skip
+    client = tracking.MlflowClient(uri)
+    faced = balls[balls["faced"]]
+    for name, value in {
+        "players/matches": balls["match_id"].nunique(),
+        "players/runs_above_expected_per_ball": faced["runs_above_expected"].mean(),
+        "players/runs_saved_per_ball": balls["runs_saved"].mean(),
+        "players/wickets_above_expected_per_ball": balls["wickets_above_expected"].mean(),
+    }.items():
+        client.log_metric(run_id, name, float(value))
+    client.log_artifact(run_id, str(args.out))
+    reliability = args.out.with_name(f"{args.out.stem}_reliability.md")
+    if args.reliability:
+        client.log_artifact(run_id, str(reliability))
+    for picture in pictures:
+        client.log_artifact(run_id, str(picture), "pictures")
+    tracking.end_run(uri, run_id, "FINISHED")
+    return run_id
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run_command("cricket-attn-players", run, args)
+    except tracking.TrackingError as err:
+        print(f"cricket-attn-players: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

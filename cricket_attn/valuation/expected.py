@@ -1,0 +1,201 @@
+"""Each ball's worth to its batter and to its bowler: what it gave against what an average player in his
+place was expected to give, by the ball model.
+
+The model reads every ball of an innings twice more: once with every batter replaced by an average batter,
+once with every bowler by an average bowler, the rest as it was: the match state, the venue, the
+competition, the other player, the balls before. The average batter of a competition's season is what the
+model reads of the batter on its typical ball (`average_blocks`): the mean, over every ball faced in that
+competition and season, of the batter's inputs (his record as of the day, or his rates), with no embedding
+of his own and no history. Not the unknown player: in a model of records as of the day he is a debutant,
+whom the model rightly expects to do worse; and not a record of exactly the competition's mix, because the
+balls are faced mostly by the better batters (the weaker ones bat less), so that record is below the
+typical ball's batter. So a season's batters, all together, make about what their average would have: the
+sum is reported, not forced. An average batter's expected runs off a ball are its class probabilities
+times each class's mean runs to the batter in the model's training seasons; likewise the runs an average
+bowler concedes, his wickets, and the batter's chance of being out.
+
+A wide is not a ball faced: a batter is valued on the other deliveries, against what an average batter was
+expected to make of a delivery that was not a wide (the model's distribution without the wide class). A
+bowler is valued on every delivery: wides and no-balls are his. Byes and leg-byes are nobody's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from cricket_attn.data.features import ball_counts
+from cricket_attn.data.sequences import BallSequences, SequenceEncoder
+from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed
+from cricket_attn.scoring.probabilities import sequence_probabilities
+from cricket_attn.scoring.serving import TrainedModel
+from cricket_attn.valuation.win import WinModel, win_added
+
+# What a ball gives that a player is valued on: runs to the batter, runs the bowler concedes (the bat's,
+# wides and no-balls), a wicket credited to the bowler, the striker out (a retirement is not out).
+QUANTITIES = ("runs", "conceded", "bowler_wicket", "out")
+WIDE = OUTCOME_INDEX["wide"]
+# Who the ball is, beside its values.
+BALL_COLUMNS = (
+    "match_id", "date", "season", "competition", "innings", "delivery_index", "batting_team", "bowling_team",
+    "batter", "bowler",
+)  # fmt: skip
+
+
+def what_happened(d: pd.DataFrame) -> pd.DataFrame:
+    """QUANTITIES for each delivery of `d`, as floats."""
+    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+    wicket = bowler_wickets(d)
+    counts = ball_counts(
+        code, d["runs_total"].to_numpy(), d["runs_batter"].to_numpy(), d["runs_wides"].to_numpy(),
+        d["runs_noballs"].to_numpy(), wicket,
+    )  # fmt: skip
+    striker_out, _ = dismissed(d)
+    return pd.DataFrame(
+        {
+            "runs": d["runs_batter"].to_numpy(dtype=np.float64),
+            "conceded": np.asarray(counts["conceded"], dtype=np.float64),
+            "bowler_wicket": wicket.astype(np.float64),
+            "out": (striker_out & (code == OUTCOME_INDEX["wicket"])).astype(np.float64),
+        },
+        index=d.index,
+    )
+
+
+@dataclass
+class ClassValues:
+    """Each outcome class's mean of every one of QUANTITIES over the deliveries it is fitted on (the model's
+    training seasons): what a class is worth, as the simulator's scorebook has it, in expectation."""
+
+    means: np.ndarray  # (len(QUANTITIES), N_OUTCOMES)
+
+    @classmethod
+    def fit(cls, deliveries: pd.DataFrame) -> ClassValues:
+        d = deliveries[~deliveries["is_super_over"].astype(bool)]
+        code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+        happened = what_happened(d)
+        counts = np.bincount(code, minlength=N_OUTCOMES)
+        if (counts == 0).any():
+            missing = [OUTCOMES[c] for c in np.flatnonzero(counts == 0)]
+            raise ValueError(f"no delivery of class {missing} to learn what it is worth from: too few deliveries")
+        sums = np.stack([np.bincount(code, weights=happened[q], minlength=N_OUTCOMES) for q in QUANTITIES])
+        return cls(sums / counts)
+
+    def expected(self, probs: np.ndarray, quantity: str) -> np.ndarray:
+        """(N,) the expectation of `quantity` under each row's class distribution (N, N_OUTCOMES)."""
+        return probs @ self.means[QUANTITIES.index(quantity)]
+
+    def to_dict(self) -> dict:
+        return {q: dict(zip(OUTCOMES, self.means[i].tolist())) for i, q in enumerate(QUANTITIES)}
+
+
+GROUP = ("competition", "season")  # whose average player a ball is measured against
+
+
+def average_blocks(encoder: SequenceEncoder, known: pd.DataFrame, role: str, groups: pd.DataFrame) -> pd.DataFrame:
+    """Per competition and season of `groups` (rows of GROUP), what the model reads, scaled, of the `role`
+    ("batter" or "bowler") on the typical ball of that competition's season in `known`: the mean over its
+    balls (for a batter, those he faced) of the role's block of the numeric features."""
+    k = known[~known["is_super_over"].astype(bool)]
+    k = k.merge(groups.drop_duplicates(), on=list(GROUP))
+    if role == "batter":
+        k = k[k["outcome"].astype(object) != "wide"]
+    if k.empty:
+        raise ValueError(f"no ball of {groups.drop_duplicates().to_dict('records')} among the known matches")
+    at = encoder.block_slice(role)
+    scaled = (encoder.key_features(role, k) - encoder.mean[at]) / encoder.std[at]
+    scaled = np.where(np.isfinite(encoder.std[at]), scaled, 0.0)  # a constant feature is read as 0
+    return pd.DataFrame(scaled, index=pd.MultiIndex.from_frame(k[list(GROUP)])).groupby(level=list(GROUP)).mean()
+
+
+def with_average(sequences: BallSequences, encoder: SequenceEncoder, role: str, blocks: np.ndarray) -> BallSequences:
+    """The same sequences with every `role` ("batter" or "bowler") an average player: his block of the
+    numeric features `blocks` (one row per delivery of the table encoded, by its `row`), no embedding of his
+    own (the unknown's), no history."""
+    tensors = dict(sequences.tensors)
+    numeric, real = tensors["numeric"].clone(), tensors["mask"]
+    at = encoder.block_slice(role)
+    numeric[..., at][real] = torch.from_numpy(blocks[tensors["row"][real].numpy()].astype(np.float32))
+    tensors["numeric"] = numeric
+    tensors[role] = torch.zeros_like(tensors[role])
+    if f"{role}_history" in tensors:
+        history = tensors[f"{role}_history"].clone()
+        history[..., 0] = -1  # every slot empty
+        tensors[f"{role}_history"] = history
+    return BallSequences(tensors, sequences.lengths, sequences.per_sequence)
+
+
+def average_probabilities(
+    trained: TrainedModel, d: pd.DataFrame, role: str, known: pd.DataFrame, batch_size: int = 256
+) -> np.ndarray:
+    """(len(d), N_OUTCOMES) each delivery's class distribution with its `role` the average player of its
+    competition's season in `known` (`average_blocks`); `d` has regular innings only, indexed 0..n-1."""
+    blocks = average_blocks(trained.encoder, known, role, d[list(GROUP)])
+    per_ball = blocks.reindex(pd.MultiIndex.from_frame(d[list(GROUP)])).to_numpy()
+    sequences = with_average(trained.encoder.encode(d), trained.encoder, role, per_ball)
+    rows, probs = sequence_probabilities(trained.model, sequences, batch_size)
+    out = np.full((len(d), N_OUTCOMES), np.nan)
+    out[rows] = probs
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def ball_values(
+    trained: TrainedModel,
+    deliveries: pd.DataFrame,
+    values: ClassValues,
+    known: pd.DataFrame | None = None,
+    win: WinModel | None = None,
+    matches: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per delivery of the regular innings of `deliveries` (BALL_COLUMNS, the players' keys as the
+    model knows them), with what it gave and what an average player in each role was expected to give:
+
+    - batting (`faced`: not a wide): `runs`, `expected_runs`, `runs_above_expected`; `out`,
+      `expected_out`, `dismissals_avoided` (expected minus actual), NaN on a wide;
+    - bowling: `conceded`, `expected_conceded`, `runs_saved` (expected minus conceded); `bowler_wicket`,
+      `expected_wickets`, `wickets_above_expected`;
+    - with a win-probability model and the `matches` table (their results): `win_before`, `win_added` (to
+      the batting side's chance, `win_added`), `batting_wpa` (on the balls faced) and `bowling_wpa` (its
+      opposite, on every delivery); NaN for a match without a result.
+
+    The average players are those of `known` (default: `deliveries`; give every match of the seasons valued).
+    A model that reads earlier matches (records, histories) reads them from what is attached, else from
+    `deliveries`."""
+    known = deliveries if known is None else known
+    if not trained.encoder.known_attached:
+        trained.encoder.attach_known(deliveries)
+    d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
+    out = d[[c for c in BALL_COLUMNS if c in d.columns]].copy()
+    for role in ("batter", "bowler"):
+        out[role] = d[role].astype(str)
+        out[f"{role}_key"] = trained.encoder.key(d, role).to_numpy()
+    happened = what_happened(d)
+    faced = d["outcome"].astype(object).to_numpy() != "wide"
+    out["faced"] = faced
+    batting = average_probabilities(trained, d, "batter", known)
+    not_wide = batting.copy()
+    not_wide[:, WIDE] = 0.0
+    not_wide /= not_wide.sum(axis=1, keepdims=True)
+    out["runs"] = happened["runs"].where(faced)
+    out["expected_runs"] = np.where(faced, values.expected(not_wide, "runs"), np.nan)
+    out["runs_above_expected"] = out["runs"] - out["expected_runs"]
+    out["out"] = happened["out"].where(faced)
+    out["expected_out"] = np.where(faced, values.expected(not_wide, "out"), np.nan)
+    out["dismissals_avoided"] = out["expected_out"] - out["out"]
+    bowling = average_probabilities(trained, d, "bowler", known)
+    out["legal"] = d["is_legal"].to_numpy(dtype=bool)
+    out["conceded"] = happened["conceded"]
+    out["expected_conceded"] = values.expected(bowling, "conceded")
+    out["runs_saved"] = out["expected_conceded"] - out["conceded"]
+    out["bowler_wicket"] = happened["bowler_wicket"]
+    out["expected_wickets"] = values.expected(bowling, "bowler_wicket")
+    out["wickets_above_expected"] = out["bowler_wicket"] - out["expected_wickets"]
+    if win is not None:
+        added = win_added(win, d, matches)
+        out["win_before"], out["win_added"] = added["win_before"], added["win_added"]
+        out["batting_wpa"] = out["win_added"].where(faced)
+        out["bowling_wpa"] = -out["win_added"]
+    return out

@@ -1,0 +1,123 @@
+"""Does a player's value hold from one season to the next, and within a season? Against the raw rate an
+analyst would otherwise read: strike rate for batters (runs per 100 balls faced), economy for bowlers (runs
+conceded per over).
+
+- Season to season: players with at least `min_balls` in both of two consecutive seasons; the correlation
+  of each measure per ball in season N with the same measure in season N+1 (Pearson), with 95% intervals
+  resampling the players, and the difference of the two correlations on the same draws.
+- Split half: within a season, each player's matches alternately into two halves (odd and even, in date
+  order); the correlation of the two halves' measures over players with at least `min_balls` in the
+  season, and the Spearman-Brown estimate for the whole season, 2r / (1 + r).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from cricket_attn.valuation.players import ROLES, Role
+
+MIN_BALLS = 200
+N_BOOT = 2000
+
+
+def raw_rate(role: Role, sums: pd.DataFrame) -> pd.Series:
+    """The raw rate for `role` from its per-player sums: strike rate, or economy (runs per six legal balls)."""
+    if role.name == "batting":
+        return 100 * sums["runs"] / sums["balls"]
+    return 6 * sums["conceded"] / sums["balls"]
+
+
+def per_player(balls: pd.DataFrame, role: Role, by: list[str]) -> pd.DataFrame:
+    """Per player and group of `by`: balls, the headline value per 100 balls and the raw rate."""
+    b = balls[balls[role.counted].astype(bool)] if role.counted else balls
+    raw = "runs" if role.name == "batting" else "conceded"
+    columns = {name: column for name, column in role.sums if name in (role.valued[0], raw)}
+    sums = (
+        b.assign(_balls=b[role.balls].astype(np.float64))
+        .groupby([*by, f"{role.player}_key"], observed=True, sort=False)
+        .agg(balls=("_balls", "sum"), **{n: (c, "sum") for n, c in columns.items()})
+    )
+    return pd.DataFrame(
+        {"balls": sums["balls"], "value": 100 * sums[role.valued[0]] / sums["balls"], "raw": raw_rate(role, sums)}
+    )
+
+
+def _correlations(x: pd.DataFrame, y: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    """Pearson correlations of `value` and of `raw` between the rows of x and y (the same players, in
+    order), with 95% intervals resampling the players, and of their difference."""
+    rng = np.random.default_rng(seed)
+    n = len(x)
+    out = {"players": n}
+    if n < 3:
+        return {**out, **{k: np.nan for k in ("value_r", "raw_r", "difference")}}
+    draws = rng.integers(0, n, size=(n_boot, n))
+
+    def r(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # row-wise over the draws
+        a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+    boots = {}
+    for what in ("value", "raw"):
+        a, b = x[what].to_numpy(), y[what].to_numpy()
+        out[f"{what}_r"] = float(r(a, b))
+        boots[what] = r(a[draws], b[draws])
+    boots["difference"] = boots["value"] - boots["raw"]
+    out["difference"] = out["value_r"] - out["raw_r"]
+    for what, boot in boots.items():
+        key = f"{what}_r" if what != "difference" else what
+        out[f"{key}_low"], out[f"{key}_high"] = np.nanpercentile(boot, [2.5, 97.5])
+    return out
+
+
+def season_to_season(
+    balls: pd.DataFrame,
+    pairs: Sequence[tuple[int, int]],
+    min_balls: int = MIN_BALLS,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per role and pair of seasons (N, N+1): `_correlations` of season N's measures with N+1's."""
+    rows = []
+    for role in ROLES:
+        table = per_player(balls, role, ["season"])
+        for first, second in pairs:
+            x, y = (table.xs(s, level="season") if s in table.index.get_level_values("season") else table.iloc[:0]
+                    for s in (first, second))  # fmt: skip
+            both = x.index[x["balls"] >= min_balls].intersection(y.index[y["balls"] >= min_balls])
+            rows.append({"role": role.name, "seasons": f"{first}-{second}",
+                         **_correlations(x.loc[both], y.loc[both], n_boot, seed)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def split_half(
+    balls: pd.DataFrame, seasons: Sequence[int], min_balls: int = MIN_BALLS, n_boot: int = N_BOOT, seed: int = 0
+) -> pd.DataFrame:
+    """One row per role and season: `_correlations` of the odd matches' measures with the even ones' (each
+    player's matches in date order), over players with `min_balls` in the season, and Spearman-Brown's
+    whole-season estimates (`value_full`, `raw_full`)."""
+    rows = []
+    for role in ROLES:
+        for season in seasons:
+            b = balls[balls["season"] == season]
+            if role.counted:
+                b = b[b[role.counted].astype(bool)]
+            player = f"{role.player}_key"
+            order = b.drop_duplicates(["match_id", player])[["match_id", player]]
+            order = order.assign(half=order.groupby(player, sort=False).cumcount() % 2)
+            b = b.merge(order, on=["match_id", player], how="left")
+            table = per_player(b, role, ["half"])
+            season_balls = table.groupby(level=player)["balls"].sum()
+            players = season_balls.index[season_balls >= min_balls]
+            half = table.index.get_level_values("half")
+            halves = [table[half == h].droplevel("half").reindex(players) for h in (0, 1)]
+            both = halves[0].index[halves[0]["balls"].notna() & halves[1]["balls"].notna()]
+            out = _correlations(halves[0].loc[both], halves[1].loc[both], n_boot, seed)
+            for what in ("value", "raw"):
+                r = out[f"{what}_r"]
+                out[f"{what}_full"] = 2 * r / (1 + r) if np.isfinite(r) else np.nan
+            rows.append({"role": role.name, "season": season, **out})
+    return pd.DataFrame(rows)

@@ -1,0 +1,80 @@
+"""`cricket-attn-players` end to end on the fixture matches with the tiny trained run: its table, pictures
+and MLflow run; what it refuses, in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from cricket_attn.valuation.command import main
+from tests.conftest import FIXTURES
+from tests.scoring.test_serving import long_over, short_odi
+
+
+def test_the_command_writes_the_table_the_pictures_and_a_run(tracked_run, tmp_path, capsys):
+    out, plots, uri = tmp_path / "players.csv", tmp_path / "pictures", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = main(
+        ["--model", tracked_run["results"]["checkpoint"], "--out", str(out), "--plots", str(plots),
+         "--player", "RA Jadeja", "--card", "RA Jadeja", "--min-balls", "20", "--boot", "100", "--tracking-uri", uri,
+         "--reliability", "--min-balls-reliability", "20", str(FIXTURES)]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    table = pd.read_csv(out)
+    assert set(table["role"]) == {"batting", "bowling"} and set(table["player"]) == {"RA Jadeja"}
+    assert {
+        "runs_above_expected",
+        "runs_above_expected_low",
+        "runs_saved_high",
+        "wickets_above_expected",
+        "rank",
+    } <= set(table.columns)
+    assert (plots / "card_RA-Jadeja.png").is_file() and list(plots.glob("leaders_*.png"))
+    assert "near zero if the model is calibrated" in printed.out and "leaders of" in printed.out
+    (run,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id])
+    assert run.data.tags["model_family"] == "players" and run.info.status == "FINISHED"
+    artifacts = {a.path for a in MlflowClient(uri).list_artifacts(run.info.run_id)}
+    assert {"players.csv", "players_reliability.md", "pictures"} <= artifacts
+    reliability = (tmp_path / "players_reliability.md").read_text()
+    assert "| batting | 2023-2024 |" in reliability and "| bowling | 2025 |" in reliability
+    assert abs(run.data.metrics["players/runs_above_expected_per_ball"]) < 1
+
+
+def test_a_match_the_model_cannot_take_is_named_and_the_others_valued(tracked_run, tmp_path, capsys):
+    for name, doc in (
+        ("1473439", json.loads((FIXTURES / "1473439.json").read_text())),
+        ("odi", short_odi()),
+        ("over14", long_over()),
+    ):
+        (tmp_path / "matches").mkdir(exist_ok=True)
+        (tmp_path / "matches" / f"{name}.json").write_text(json.dumps(doc))
+    out = tmp_path / "balls.parquet"
+    code = main(
+        ["--model", tracked_run["results"]["checkpoint"], "--out", str(tmp_path / "p.parquet"), "--balls-out",
+         str(out), "--no-mlflow", "--history", str(FIXTURES), "--boot", "100", str(tmp_path / "matches")]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert set(pd.read_parquet(out)["match_id"].astype(str)) == {"1473439"}
+    named = [line.strip() for line in printed.out.splitlines() if line.strip().startswith("match ")]
+    assert len(named) == 2 and all(line.endswith("; not valued") for line in named)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--player", "Nobody At All"], "--player Nobody At All: no ball batted or bowled in the matches valued"),
+        (["--season", "1999"], "--season 1999: no match in the data (seasons 2008-2026)"),
+        (["--out", "players.txt"], "--out players.txt: the file name must end in .parquet or .csv"),
+        (["--balls-out", "b.json"], "--balls-out b.json: the file name must end in .parquet or .csv"),
+        (["--card", "RA Jadeja"], "--card RA Jadeja: a card needs --plots and the values by season (--by season ...)"),
+    ],
+)
+def test_a_refusal_is_one_line(tracked_run, tmp_path, capsys, extra, message):
+    args = ["--model", tracked_run["results"]["checkpoint"], "--out", str(tmp_path / "p.csv"), "--no-mlflow"]
+    assert main([*args, *extra, str(FIXTURES)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"cricket-attn-players: {message}\n"

@@ -1,0 +1,146 @@
+"""Each ball against an average player in the same place: what a class is worth, who the average player
+is, and that nothing of the valued player reaches his expectation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from cricket_attn.data.deliveries import class_frequencies
+from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.laws import OUTCOMES
+from cricket_attn.model import CricketTransformer, ModelConfig
+from cricket_attn.scoring.probabilities import sequence_probabilities
+from cricket_attn.scoring.serving import TrainedModel
+from cricket_attn.valuation.expected import (
+    QUANTITIES,
+    ClassValues,
+    average_blocks,
+    ball_values,
+    what_happened,
+    with_average,
+)
+
+# How a model may know a player: his record as of the day (the default), an embedding and career rates
+# fitted on the training seasons, or those with his last balls of earlier matches.
+KINDS = {
+    "records": {"min_count": None, "records": {}},
+    "rates": {"min_count": 5},
+    "histories": {"min_count": 5, "history_balls": 16},
+}
+
+
+def tiny_model(deliveries: pd.DataFrame, kind: str) -> TrainedModel:
+    """An untrained tiny model on an encoder fitted to 2023 (what a ball reads does not depend on how good
+    the model is), its outcomes at the training seasons' rates."""
+    train = deliveries[deliveries["season"] <= 2023]
+    encoder = SequenceEncoder.fit_encode(train, competition_min_count=500, known=deliveries, **KINDS[kind])[0]
+    torch.manual_seed(0)
+    model = CricketTransformer(
+        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8, n_heads=2, n_layers=1)
+    ).eval()
+    with torch.no_grad():
+        model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))
+    return TrainedModel(model, encoder, kind)
+
+
+def test_a_class_is_worth_its_balls_mean_in_the_training_seasons(deliveries):
+    train = deliveries[deliveries["season"] <= 2023]
+    values = ClassValues.fit(train).to_dict()
+    assert values["runs"]["4"] == 4 and values["runs"]["6"] == 6 and values["runs"]["dot"] == 0
+    assert values["runs"]["wide"] == 0 and values["conceded"]["wide"] >= 1  # a wide's runs are the bowler's
+    assert values["conceded"]["bye"] == 0  # byes and leg-byes are nobody's
+    regular = train[~train["is_super_over"]]
+    wickets = regular[regular["outcome"] == "wicket"]
+    run_outs = wickets["wicket_kind"].astype(str).str.contains("run out")
+    assert values["bowler_wicket"]["wicket"] == pytest.approx(1 - run_outs.mean())
+    striker_out = [b in str(o) for b, o in zip(wickets["batter"].astype(str), wickets["player_out"])]
+    assert values["out"]["wicket"] == pytest.approx(np.mean(striker_out))
+    happened = what_happened(regular)
+    for quantity in QUANTITIES:
+        by_class = happened[quantity].groupby(regular["outcome"].astype(str)).mean()
+        for c in OUTCOMES:
+            assert values[quantity][c] == pytest.approx(by_class[c])
+
+
+def test_too_few_deliveries_to_value_a_class_is_refused(deliveries):
+    first = deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[0]]
+    first = first[first["outcome"] != "noball"]
+    with pytest.raises(ValueError, match=r"no delivery of class \['noball'"):
+        ClassValues.fit(first)
+
+
+@pytest.mark.parametrize("kind", ["records", "rates"])
+def test_the_average_player_is_what_the_model_reads_of_the_player_on_a_typical_ball(deliveries, kind):
+    """The mean, over the balls of the competition's season (for a batter, those he faced), of the scaled
+    features of his block: worked out here from the encoder's own inputs."""
+    trained = tiny_model(deliveries, kind)
+    encoder = trained.encoder
+    groups = pd.DataFrame({"competition": ["Indian Premier League"] * 2, "season": [2024, 2025]})
+    for role in ("batter", "bowler"):
+        blocks = average_blocks(encoder, deliveries, role, groups)
+        at = encoder.block_slice(role)
+        assert list(blocks.index) == [("Indian Premier League", 2024), ("Indian Premier League", 2025)]
+        for season in (2024, 2025):
+            d = deliveries[(deliveries["season"] == season) & ~deliveries["is_super_over"]]
+            if role == "batter":
+                d = d[d["outcome"] != "wide"]
+            sequences = encoder.encode(d)
+            inputs = sequences.tensors["numeric"][sequences.tensors["mask"]][:, at].numpy()
+            np.testing.assert_allclose(blocks.loc[("Indian Premier League", season)], inputs.mean(axis=0), atol=1e-5)
+    with pytest.raises(ValueError, match="no ball of"):
+        average_blocks(encoder, deliveries, "batter", groups.assign(season=1999))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nothing_of_the_valued_player_reaches_his_expectation(deliveries, kind):
+    """A batter renamed to a stranger (no record, no embedding, no history) in one match: with the same
+    average batter, every batting expectation of the match stays to the bit, though the model's own
+    distribution for his balls moves; the bowlers' expectations read the real batter, so they move with him."""
+    trained = tiny_model(deliveries, kind)
+    match = deliveries.loc[deliveries["season"] == 2025, "match_id"].iloc[0]
+    mine = deliveries[deliveries["match_id"] == match]
+    batter = mine.loc[mine["innings"] == 1, "batter"].iloc[0]
+    renamed = mine.copy()
+    for column in ("batter", "batter_id"):
+        renamed[column] = renamed[column].astype(object)
+    renamed.loc[renamed["batter"] == batter, ["batter", "batter_id"]] = ["A Stranger", "0000beef"]
+    rng = np.random.default_rng(0)
+    at = {role: trained.encoder.block_slice(role) for role in ("batter", "bowler")}
+    average = {role: rng.normal(size=(len(mine), s.stop - s.start)) for role, s in at.items()}
+    probabilities = {}
+    for name, d in (("real", mine), ("renamed", renamed)):
+        known = pd.concat([deliveries[deliveries["match_id"] != match], d])
+        trained.encoder.attach_known(known)  # what the model reads of earlier matches, the stranger's none
+        sequences = trained.encoder.encode(d.reset_index(drop=True))
+        probabilities[name] = {
+            role: sequence_probabilities(trained.model, with_average(sequences, trained.encoder, role, average[role]))[
+                1
+            ]
+            for role in at
+        }
+        probabilities[name]["own"] = trained.score(d)[["p_4", "p_6", "p_dot"]].to_numpy()
+    real, renamed = probabilities["real"], probabilities["renamed"]
+    np.testing.assert_array_equal(real["batter"], renamed["batter"])
+    assert np.abs(real["own"] - renamed["own"]).max() > 1e-4
+    assert np.abs(real["bowler"] - renamed["bowler"]).max() > 1e-4
+
+
+def test_a_batter_is_valued_on_the_balls_he_faced_a_bowler_on_every_delivery(deliveries):
+    trained = tiny_model(deliveries, "records")
+    balls = ball_values(trained, deliveries, ClassValues.fit(deliveries[deliveries["season"] <= 2023]))
+    regular = deliveries[~deliveries["is_super_over"]].reset_index(drop=True)
+    assert len(balls) == len(regular)
+    wide = regular["outcome"].eq("wide").to_numpy()
+    assert balls.loc[wide, ["runs", "expected_runs", "runs_above_expected"]].isna().all().all()
+    assert balls.loc[~wide, "expected_runs"].notna().all() and balls["expected_conceded"].notna().all()
+    np.testing.assert_allclose(balls["runs_above_expected"], balls["runs"] - balls["expected_runs"])
+    np.testing.assert_allclose(balls["runs_saved"], balls["expected_conceded"] - balls["conceded"])
+    np.testing.assert_array_equal(balls["runs"].fillna(0), regular["runs_batter"].where(~wide, 0))
+    conceded = regular["runs_batter"] + regular["runs_wides"] + regular["runs_noballs"]
+    np.testing.assert_array_equal(balls["conceded"], conceded)
+    # An expectation of an average player off a ball that is not a wide: at most six runs, a chance of out.
+    faced = balls[~wide]
+    assert faced["expected_runs"].between(0, 6).all() and faced["expected_out"].between(0, 1).all()

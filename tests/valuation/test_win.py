@@ -1,0 +1,59 @@
+"""Win probability before every ball, and what each ball added: over a match, the result minus the chance
+before the first ball."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cricket_attn.valuation.expected import ClassValues, ball_values
+from cricket_attn.valuation.win import WinModel, win_added
+from tests.valuation.test_expected import tiny_model
+
+
+@pytest.fixture(scope="module")
+def valued(fixture_tables):
+    d, matches = fixture_tables.deliveries, fixture_tables.matches
+    win = WinModel.fit(d[d["season"] <= 2023], matches, last_season=2023)
+    trained = tiny_model(d, "records")
+    balls = ball_values(trained, d, ClassValues.fit(d[d["season"] <= 2023]), win=win, matches=matches)
+    return balls, matches
+
+
+def test_a_matchs_balls_add_up_to_its_result_minus_the_chance_before_the_first(valued):
+    balls, matches = valued
+    results = matches.set_index(matches["match_id"].astype(str))
+    checked = 0
+    for match_id, match in balls.groupby(balls["match_id"].astype(str), sort=False):
+        first_side = match["batting_team"].iloc[0]
+        as_first = np.where(match["batting_team"] == first_side, match["win_added"], -match["win_added"])
+        result = results.loc[match_id]
+        if result["result"] == "no result" or (result["winner"] is None and result["result"] != "tie"):
+            assert match["win_added"].isna().all()
+            continue
+        final = 0.5 if result["result"] == "tie" else float(result["winner"] == first_side)
+        assert as_first.sum() == pytest.approx(final - match["win_before"].iloc[0], abs=1e-6)
+        checked += 1
+    assert checked == balls["match_id"].nunique() - int(balls["win_added"].isna().any())
+
+
+def test_each_balls_chance_follows_on_from_the_last_and_the_bowler_gets_the_opposite(valued):
+    balls, _ = valued
+    same_innings = (balls["match_id"] == balls["match_id"].shift(-1)) & (balls["innings"] == balls["innings"].shift(-1))
+    after, next_before = balls["win_before"] + balls["win_added"], balls["win_before"].shift(-1)
+    np.testing.assert_allclose(after[same_innings], next_before[same_innings], atol=1e-12)
+    turn = (balls["match_id"] == balls["match_id"].shift(-1)) & (balls["innings"] != balls["innings"].shift(-1))
+    np.testing.assert_allclose(after[turn], 1 - next_before[turn], atol=1e-12)  # the other side's chance
+    np.testing.assert_allclose(balls["bowling_wpa"], -balls["win_added"])
+    assert balls.loc[~balls["faced"], "batting_wpa"].isna().all()
+    assert balls["win_before"].dropna().between(0, 1).all()
+
+
+def test_the_chase_is_likelier_won_with_fewer_runs_needed(fixture_tables):
+    d, matches = fixture_tables.deliveries, fixture_tables.matches
+    win = WinModel.fit(d, matches, last_season=2026)
+    chase = d[d["target_runs"].notna() & (d["over"] == 10)].head(1)
+    easier, harder = chase.copy(), chase.copy()
+    easier["target_runs"], harder["target_runs"] = 100.0, 260.0
+    added = [win_added(win, x.reset_index(drop=True), matches)["win_before"].iloc[0] for x in (easier, harder)]
+    assert added[0] > added[1] + 0.3
