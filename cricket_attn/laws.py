@@ -67,3 +67,15 @@ def crease_after(d: pd.DataFrame, incoming: str) -> tuple[np.ndarray, np.ndarray
     end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
     swap = swaps_ends(runs_ran(d)) ^ end_of_over
     return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over
+
+
+def batting_side_won(d: pd.DataFrame, matches: pd.DataFrame) -> np.ndarray:
+    """For each row of `d` (match_id, batting_team), what came of the match for the side batting, from the
+    matches table's result: 1 won, 0 lost, 0.5 a tie (whatever a super over then decided), NaN no result."""
+    result = matches.assign(match_id=matches["match_id"].astype(str)).set_index("match_id")
+    match_id = d["match_id"].astype(str)
+    winner, outcome = match_id.map(result["winner"]), match_id.map(result["result"])
+    return np.where(
+        outcome.eq("tie"), 0.5, np.where(winner.isna(), np.nan, (winner == d["batting_team"]).astype(float))
+    )
+

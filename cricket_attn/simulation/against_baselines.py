@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import progress
 from cricket_attn.data.features import match_state
+from cricket_attn.laws import batting_side_won
 from cricket_attn.metrics import binary_brier, binary_ece, binary_log_loss, binary_reliability, match_bootstrap
 from cricket_attn.simulation.match import MatchContext
 from cricket_attn.simulation.rollout import Simulator
@@ -55,17 +56,6 @@ def over_start_states(deliveries: pd.DataFrame, matches: pd.DataFrame) -> pd.Dat
     out["total"] = totals.reindex(pd.MultiIndex.from_frame(d.loc[first, ["match_id", "innings"]])).to_numpy()
     out["won"] = np.where(out["chase"], batting_side_won(out, matches), np.nan)
     return out.reset_index(drop=True)
-
-
-def batting_side_won(d: pd.DataFrame, matches: pd.DataFrame) -> np.ndarray:
-    """For each row of `d` (match_id, batting_team), what came of the match for the side batting: 1 won, 0
-    lost, 0.5 a tie (whatever a super over then decided), NaN no result."""
-    result = matches.assign(match_id=matches["match_id"].astype(str)).set_index("match_id")
-    match_id = d["match_id"].astype(str)
-    winner, outcome = match_id.map(result["winner"]), match_id.map(result["result"])
-    return np.where(
-        outcome.eq("tie"), 0.5, np.where(winner.isna(), np.nan, (winner == d["batting_team"]).astype(float))
-    )
 
 
 def chase_features(s: pd.DataFrame) -> np.ndarray:

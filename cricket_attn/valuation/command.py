@@ -24,7 +24,15 @@ from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.metrics import markdown_table
-from cricket_attn.scoring.cli import check_out_folder, check_out_path, named_list, run_command, write_table, writing
+from cricket_attn.scoring.cli import (
+    check_can_write_in,
+    check_out_folder,
+    check_out_path,
+    named_list,
+    run_command,
+    write_table,
+    writing,
+)
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.settings import count
 from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, ROLES, value_matches
@@ -93,14 +101,25 @@ def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
     return d[keep]
 
 
-def check_players(d: pd.DataFrame, players: list[str]) -> None:
-    """Each player asked for has a ball in `d`, as batter or bowler, by name or registry id."""
+def check_players(d: pd.DataFrame, args: argparse.Namespace) -> None:
+    """Each player asked for (`--player`, `--card`) has a ball in `d`, as batter or bowler, by name or
+    registry id."""
     there = set()
     for role in ("batter", "bowler"):
         there |= set(d[role].astype(str)) | set(d[f"{role}_id"].dropna().astype(str))
-    missing = [p for p in players if p not in there]
-    if missing:
-        raise ValueError(f"--player {missing[0]}: no ball batted or bowled in the matches valued")
+    for flag, players in (("--player", args.player), ("--card", args.card)):
+        missing = [p for p in players or [] if p not in there]
+        if missing:
+            raise ValueError(f"{flag} {missing[0]}: no ball batted or bowled in the matches valued")
+
+
+def reliability_path(args: argparse.Namespace) -> Path:
+    return args.out.with_name(f"{args.out.stem}_reliability.md")
+
+
+def consecutive_seasons(d: pd.DataFrame) -> list[tuple[int, int]]:
+    seasons = sorted(d["season"].unique().tolist())
+    return [(a, b) for a, b in zip(seasons, seasons[1:]) if b == a + 1]
 
 
 def run(args: argparse.Namespace) -> str:
@@ -108,6 +127,8 @@ def run(args: argparse.Namespace) -> str:
     for flag, path in (("--out", args.out), ("--balls-out", args.balls_out)):
         if path is not None:
             check_out_path(path, flag)
+    if args.reliability:
+        check_can_write_in("--out", reliability_path(args), reliability_path(args).resolve().parents)
     if args.plots is not None:
         check_out_folder("--plots", args.plots)
     if args.card and (args.plots is None or "season" not in args.by):
@@ -125,21 +146,24 @@ def run(args: argparse.Namespace) -> str:
         known = known_deliveries(known, history.deliveries)
         matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
     valued = chosen(tables.deliveries, args)
-    if args.player or args.card:
-        check_players(valued, [*(args.player or []), *(args.card or [])])
     refused = trained.cannot_take(valued)
     valued = valued[~valued["match_id"].astype(str).isin(refused)]
     if valued.empty:
         raise ValueError(f"nothing to value: the model takes none of the matches ({next(iter(refused.values()))})")
+    check_players(valued, args)
+    if args.reliability and not consecutive_seasons(valued):
+        raise ValueError(
+            "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)"
+        )
     by = list(args.by)
     balls, table = value_matches(trained, valued, known, matches, by, args.min_balls, args.boot, args.seed)
+    table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
+    pictures = draw(table, args, by) if args.plots is not None else []  # every player's, before --player
     if args.player:
         table = table[table["player"].isin(args.player) | table["player_id"].isin(args.player)]
-    table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
     write_table(table, args.out)
     if args.balls_out is not None:
         write_table(balls, args.balls_out, "--balls-out")
-    pictures = draw(table, args, by) if args.plots is not None else []
     report = summary(balls, table, by, args)
     if args.reliability:
         report += "\n\n" + reliability_report(balls, args)
@@ -205,11 +229,11 @@ def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
     """Season to season (each pair of consecutive seasons valued) and split half (each season), as markdown,
     also written beside --out."""
     seasons = sorted(balls["season"].unique().tolist())
-    pairs = [(a, b) for a, b in zip(seasons, seasons[1:]) if b == a + 1]
+    pairs = consecutive_seasons(balls)
     columns = ["players", "value_r", "value_r_low", "value_r_high", "raw_r", "raw_r_low", "raw_r_high",
                "difference", "difference_low", "difference_high"]  # fmt: skip
-    across = season_to_season(balls, pairs, args.min_balls_reliability, seed=args.seed)
-    within = split_half(balls, seasons, args.min_balls_reliability, seed=args.seed)
+    across = season_to_season(balls, pairs, args.min_balls_reliability, args.boot, args.seed)
+    within = split_half(balls, seasons, args.min_balls_reliability, args.boot, args.seed)
     text = "\n\n".join(
         [
             f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: the headline "
@@ -219,7 +243,7 @@ def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
             markdown_table(within[["role", "season", *columns, "value_full", "raw_full"]], 3),
         ]
     )
-    path = args.out.with_name(f"{args.out.stem}_reliability.md")
+    path = reliability_path(args)
     with writing("--out", path), atomic_path(path) as tmp:
         tmp.write_text(text + "\n")
     return text
@@ -254,9 +278,8 @@ def log_run(
     }.items():
         client.log_metric(run_id, name, float(value))
     client.log_artifact(run_id, str(args.out))
-    reliability = args.out.with_name(f"{args.out.stem}_reliability.md")
     if args.reliability:
-        client.log_artifact(run_id, str(reliability))
+        client.log_artifact(run_id, str(reliability_path(args)))
     for picture in pictures:
         client.log_artifact(run_id, str(picture), "pictures")
     tracking.end_run(uri, run_id, "FINISHED")

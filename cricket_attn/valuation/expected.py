@@ -14,8 +14,9 @@ sum is reported, not forced. An average batter's expected runs off a ball are it
 times each class's mean runs to the batter in the model's training seasons; likewise the runs an average
 bowler concedes, his wickets, and the batter's chance of being out.
 
-A wide is not a ball faced: a batter is valued on the other deliveries, against what an average batter was
-expected to make of a delivery that was not a wide (the model's distribution without the wide class). A
+A wide is not a ball faced (nor a stumping off one): a batter is valued on the other deliveries, against
+what an average batter was expected to make of a delivery that was not a wide (the model's distribution
+without the wide class). A
 bowler is valued on every delivery: wides and no-balls are his. Byes and leg-byes are nobody's.
 """
 
@@ -45,20 +46,26 @@ BALL_COLUMNS = (
 )  # fmt: skip
 
 
+def counted(d: pd.DataFrame) -> dict:
+    """What each delivery of `d` adds to the running counts (`ball_counts`, the match state's rule): among
+    them `faced` (not a wide, even when a wicket fell off it), `conceded` and the bowler's wicket."""
+    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+    return ball_counts(
+        code, d["runs_total"].to_numpy(), d["runs_batter"].to_numpy(), d["runs_wides"].to_numpy(),
+        d["runs_noballs"].to_numpy(), bowler_wickets(d),
+    )  # fmt: skip
+
+
 def what_happened(d: pd.DataFrame) -> pd.DataFrame:
     """QUANTITIES for each delivery of `d`, as floats."""
-    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
-    wicket = bowler_wickets(d)
-    counts = ball_counts(
-        code, d["runs_total"].to_numpy(), d["runs_batter"].to_numpy(), d["runs_wides"].to_numpy(),
-        d["runs_noballs"].to_numpy(), wicket,
-    )  # fmt: skip
+    counts = counted(d)
     striker_out, _ = dismissed(d)
+    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
     return pd.DataFrame(
         {
             "runs": d["runs_batter"].to_numpy(dtype=np.float64),
             "conceded": np.asarray(counts["conceded"], dtype=np.float64),
-            "bowler_wicket": wicket.astype(np.float64),
+            "bowler_wicket": np.asarray(counts["bowler_wickets"], dtype=np.float64),
             "out": (striker_out & (code == OUTCOME_INDEX["wicket"])).astype(np.float64),
         },
         index=d.index,
@@ -102,9 +109,12 @@ def average_blocks(encoder: SequenceEncoder, known: pd.DataFrame, role: str, gro
     k = known[~known["is_super_over"].astype(bool)]
     k = k.merge(groups.drop_duplicates(), on=list(GROUP))
     if role == "batter":
-        k = k[k["outcome"].astype(object) != "wide"]
-    if k.empty:
-        raise ValueError(f"no ball of {groups.drop_duplicates().to_dict('records')} among the known matches")
+        k = k[np.asarray(counted(k)["faced"], dtype=bool)]
+    missing = groups.drop_duplicates().merge(k[list(GROUP)].drop_duplicates(), how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"]
+    if len(missing):
+        named = ", ".join(f"{c} {s}" for c, s in zip(missing["competition"], missing["season"]))
+        raise ValueError(f"no ball of {named} among the known matches: the average {role} is not known")
     at = encoder.block_slice(role)
     scaled = (encoder.key_features(role, k) - encoder.mean[at]) / encoder.std[at]
     scaled = np.where(np.isfinite(encoder.std[at]), scaled, 0.0)  # a constant feature is read as 0
@@ -153,7 +163,7 @@ def ball_values(
     """One row per delivery of the regular innings of `deliveries` (BALL_COLUMNS, the players' keys as the
     model knows them), with what it gave and what an average player in each role was expected to give:
 
-    - batting (`faced`: not a wide): `runs`, `expected_runs`, `runs_above_expected`; `out`,
+    - batting (`faced`: not a wide, `ball_counts`' rule): `runs`, `expected_runs`, `runs_above_expected`; `out`,
       `expected_out`, `dismissals_avoided` (expected minus actual), NaN on a wide;
     - bowling: `conceded`, `expected_conceded`, `runs_saved` (expected minus conceded); `bowler_wicket`,
       `expected_wickets`, `wickets_above_expected`;
@@ -166,14 +176,14 @@ def ball_values(
     `deliveries`."""
     known = deliveries if known is None else known
     if not trained.encoder.known_attached:
-        trained.encoder.attach_known(deliveries)
+        trained.encoder.attach_known(known)
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     out = d[[c for c in BALL_COLUMNS if c in d.columns]].copy()
     for role in ("batter", "bowler"):
         out[role] = d[role].astype(str)
         out[f"{role}_key"] = trained.encoder.key(d, role).to_numpy()
     happened = what_happened(d)
-    faced = d["outcome"].astype(object).to_numpy() != "wide"
+    faced = np.asarray(counted(d)["faced"], dtype=bool)
     out["faced"] = faced
     batting = average_probabilities(trained, d, "batter", known)
     not_wide = batting.copy()

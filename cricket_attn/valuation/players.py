@@ -2,8 +2,9 @@
 summed, with 95% intervals that resample the player's matches, and a rank among those with enough balls.
 
 The interval is a Poisson bootstrap over matches: each draw weighs every match by a Poisson(1) count, the
-same draw for every player, so a player's interval is that of resampling his own matches (balls of one
-match are not independent: a long innings is one event, not forty).
+same draw for every player, and a player's total in a draw is his weighted mean per match times the matches
+he played: the interval of resampling his own matches, as many as he played (balls of one match are not
+independent: a long innings is one event, not forty).
 """
 
 from __future__ import annotations
@@ -100,21 +101,22 @@ def _role_values(
     totals = {name: _bootstrap(row, match, b[column].fillna(0).to_numpy(np.float64), len(table), weights)
               for name, column in sums if name in valued}  # fmt: skip
     counted = _bootstrap(row, match, b["_balls"].to_numpy(np.float64), len(table), weights)
-    for name in valued:
-        table[f"{name}_low"], table[f"{name}_high"] = np.percentile(totals[name], [2.5, 97.5], axis=1)
-        table[f"{name}_per_100"] = 100 * table[name] / table["balls"].clip(lower=1)
-    headline = role.valued[0]
+    played = pd.DataFrame({"row": row, "match": match}).drop_duplicates()
+    played = _bootstrap(played["row"].to_numpy(), played["match"].to_numpy(), np.ones(len(played)), len(table), weights)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = 100 * totals[headline] / counted
-    rate = np.where(np.isfinite(rate), rate, np.nan)
+        # A total over his matches as they were: the draw's mean per match he played, times his matches (a
+        # draw's count of matches is not his to answer for). A draw without any of his matches says nothing.
+        per_match = table["matches"].to_numpy()[:, None] / np.where(played > 0, played, np.nan)
+        for name in valued:
+            drawn = totals[name] * per_match
+            table[f"{name}_low"], table[f"{name}_high"] = np.nanpercentile(drawn, [2.5, 97.5], axis=1)
+            table[f"{name}_per_100"] = 100 * table[name] / table["balls"].where(table["balls"] > 0)
+        headline = role.valued[0]
+        rate = 100 * totals[headline] / np.where(counted > 0, counted, np.nan)
     table[f"{headline}_per_100_low"], table[f"{headline}_per_100_high"] = np.nanpercentile(rate, [2.5, 97.5], axis=1)
     ranked = table["balls"] >= min_balls
-    table["rank"] = (
-        table[headline]
-        .where(ranked)
-        .groupby([table[c] for c in by] if by else np.zeros(len(table)))
-        .rank(ascending=False, method="min")
-    )
+    groups = [table[c] for c in by] if by else np.zeros(len(table))
+    table["rank"] = table[headline].where(ranked).groupby(groups, observed=True).rank(ascending=False, method="min")
     return table
 
 

@@ -29,7 +29,8 @@ def plot_leaders(table: pd.DataFrame, path: str | Path, top: int = 15, title: st
         y = np.arange(len(leaders))
         low, high = leaders[f"{value}_low"].to_numpy(), leaders[f"{value}_high"].to_numpy()
         mid = leaders[value].to_numpy()
-        ax.errorbar(mid, y, xerr=[mid - low, high - mid], fmt="o", color="tab:blue", ecolor="tab:gray", capsize=2)
+        xerr = np.clip([mid - low, high - mid], 0, None)  # a one-match player's interval is the point itself
+        ax.errorbar(mid, y, xerr=xerr, fmt="o", color="tab:blue", ecolor="tab:gray", capsize=2)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(y, [f"{p} ({int(b)} balls)" for p, b in zip(leaders["player"], leaders["balls"])], fontsize=8)
         ax.set_xlabel(f"{TITLES[value]} (runs), 95% interval by match")
@@ -58,8 +59,8 @@ def plot_card(table: pd.DataFrame, player: str, path: str | Path) -> Path:
         if len(rows):
             x = rows.index.to_numpy()
             ax.bar(x, rows["v"], color=np.where(rows["v"] >= 0, "tab:green", "tab:red"), alpha=0.7)
-            ax.errorbar(x, rows["v"], yerr=[rows["v"] - rows["low"], rows["high"] - rows["v"]], fmt="none",
-                        ecolor="black", capsize=3)  # fmt: skip
+            yerr = np.clip([rows["v"] - rows["low"], rows["high"] - rows["v"]], 0, None)
+            ax.errorbar(x, rows["v"], yerr=yerr, fmt="none", ecolor="black", capsize=3)
             ax.set_xticks(x, [f"{s}\n{int(b)} balls" for s, b in zip(x, rows["balls"])], fontsize=8)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_title(f"{role.name}: {TITLES[value]} (runs)")

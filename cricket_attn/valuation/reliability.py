@@ -51,8 +51,9 @@ def _correlations(x: pd.DataFrame, y: pd.DataFrame, n_boot: int, seed: int) -> d
     rng = np.random.default_rng(seed)
     n = len(x)
     out = {"players": n}
-    if n < 3:
-        return {**out, **{k: np.nan for k in ("value_r", "raw_r", "difference")}}
+    if n < 3:  # no correlation to speak of
+        keys = [f"{k}{end}" for k in ("value_r", "raw_r", "difference") for end in ("", "_low", "_high")]
+        return {**out, **dict.fromkeys(keys, np.nan)}
     draws = rng.integers(0, n, size=(n_boot, n))
 
     def r(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # row-wise over the draws
@@ -118,6 +119,6 @@ def split_half(
             out = _correlations(halves[0].loc[both], halves[1].loc[both], n_boot, seed)
             for what in ("value", "raw"):
                 r = out[f"{what}_r"]
-                out[f"{what}_full"] = 2 * r / (1 + r) if np.isfinite(r) else np.nan
+                out[f"{what}_full"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
             rows.append({"role": role.name, "season": season, **out})
     return pd.DataFrame(rows)

@@ -7,7 +7,9 @@ simulator on the same states (README). Each ball adds to the batting side's chan
 the chance before the next ball (the chasing side's, turned round, after the first innings' last ball)
 and the chance before it; after the match's last ball the chance is the result (1, 0, or 0.5 for a tie).
 So over a match the balls add up to the result minus the chance before the first ball, exactly.
-The batter is credited with what a ball added, the bowler with its opposite.
+The batter is credited with what a ball added, the bowler with its opposite: on every delivery the
+bowler, on the balls he faced the batter (a wide is not his, as for runs); byes, leg-byes and run-outs move
+the chance too and go to the bowler and the batter on strike like any ball.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from cricket_attn.data.features import match_state
-from cricket_attn.laws import OUTCOMES
-from cricket_attn.simulation.against_baselines import batting_side_won
+from cricket_attn.laws import OUTCOMES, batting_side_won
 
 WIN_FEATURES = (
     "is_chase", "runs_before", "wickets_before", "legal_balls_before", "balls_left", "run_rate", "runs_needed",
@@ -68,11 +69,14 @@ def win_added(win: WinModel, d: pd.DataFrame, matches: pd.DataFrame) -> pd.DataF
     """For each delivery of `d` (regular innings, in table order, indexed 0..n-1): `win_before` (the batting
     side's chance before it), `win_after` and `win_added` (after minus before); NaN for a match without a
     result."""
+    match = d["match_id"].astype(str).to_numpy()
+    in_order = d.groupby(["match_id", "innings"], sort=False, observed=True)["delivery_index"].diff().dropna() > 0
+    if (match[1:] != match[:-1]).sum() != len(pd.unique(match)) - 1 or not in_order.all():
+        raise ValueError("the deliveries must be in play order: each match's balls together, innings by innings")
     before = win.batting_side(d)
-    first_innings = d["target_runs"].isna().to_numpy()
+    first_innings = d["innings"].to_numpy() == 1
     # Everything as the chance of the side batting first, so that a match is one series from start to result.
     first_side = np.where(first_innings, before, 1 - before)
-    match = d["match_id"].astype(str).to_numpy()
     result = batting_side_won(d, matches)
     result_first = np.where(first_innings, result, 1 - result)  # the side batting first's result
     last = np.r_[match[1:] != match[:-1], True]

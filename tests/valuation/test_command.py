@@ -71,6 +71,11 @@ def test_a_match_the_model_cannot_take_is_named_and_the_others_valued(tracked_ru
         (["--out", "players.txt"], "--out players.txt: the file name must end in .parquet or .csv"),
         (["--balls-out", "b.json"], "--balls-out b.json: the file name must end in .parquet or .csv"),
         (["--card", "RA Jadeja"], "--card RA Jadeja: a card needs --plots and the values by season (--by season ...)"),
+        (["--plots", "pics", "--card", "Nobody"], "--card Nobody: no ball batted or bowled in the matches valued"),
+        (
+            ["--season", "2023", "--season", "2025", "--reliability"],
+            "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)",
+        ),
     ],
 )
 def test_a_refusal_is_one_line(tracked_run, tmp_path, capsys, extra, message):

@@ -57,3 +57,16 @@ def test_the_chase_is_likelier_won_with_fewer_runs_needed(fixture_tables):
     easier["target_runs"], harder["target_runs"] = 100.0, 260.0
     added = [win_added(win, x.reset_index(drop=True), matches)["win_before"].iloc[0] for x in (easier, harder)]
     assert added[0] > added[1] + 0.3
+
+
+def test_deliveries_out_of_play_order_are_refused(fixture_tables):
+    d, matches = fixture_tables.deliveries, fixture_tables.matches
+    win = WinModel.fit(d, matches, last_season=2026)
+    regular = d[~d["is_super_over"]]
+    two = regular[regular["match_id"].isin(regular["match_id"].unique()[:2])]
+    interleaved = two.iloc[np.r_[0:10, len(two) - 10 : len(two), 10 : len(two) - 10]].reset_index(drop=True)
+    with pytest.raises(ValueError, match="must be in play order"):
+        win_added(win, interleaved, matches)
+    backwards = two.iloc[::-1].reset_index(drop=True)
+    with pytest.raises(ValueError, match="must be in play order"):
+        win_added(win, backwards, matches)
