@@ -78,4 +78,3 @@ def batting_side_won(d: pd.DataFrame, matches: pd.DataFrame) -> np.ndarray:
     return np.where(
         outcome.eq("tie"), 0.5, np.where(winner.isna(), np.nan, (winner == d["batting_team"]).astype(float))
     )
-

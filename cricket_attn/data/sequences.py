@@ -93,6 +93,10 @@ class SequenceEncoder:
     # training seasons; the book is built from every known match, not saved with the encoder (`attach_known`).
     records: dict | None = None
     record_book: RecordBook | None = field(default=None, repr=False, compare=False)
+    # The competitions whose matches the training records were built from: a record book is built from
+    # those alone (`attach_known`), so that a model reads records as it was trained to (an IPL model given
+    # every league would read players' balls, evidence and league mixes it never saw). None: any.
+    record_competitions: list[str] | None = None
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int | None = 20, rate_strength: float = 200.0) -> SequenceEncoder:
@@ -143,6 +147,9 @@ class SequenceEncoder:
             history_balls=history_balls,
             first_innings=first_innings,
             records=None if records is None else RecordSettings(**records).to_dict(),
+            record_competitions=None
+            if records is None
+            else sorted(set((train if known is None else known)["competition"].astype(str))),
         )
         if enc.reads_known:
             enc.attach_known(train if known is None else known)
@@ -205,9 +212,18 @@ class SequenceEncoder:
 
     def attach_known(self, known: pd.DataFrame) -> None:
         """Build what the encoder reads of earlier matches from the deliveries `known`: the players'
-        histories (with `history_balls`) and the record book (with `records`)."""
+        histories (with `history_balls`) and the record book (with `records`; from the matches of
+        `record_competitions` alone)."""
         if self.records is not None:
-            self.record_book = RecordBook(known, RecordSettings(**self.records))
+            kept = (
+                known
+                if self.record_competitions is None
+                else known[known["competition"].astype(str).isin(self.record_competitions)]
+            )
+            if kept.empty:
+                named = ", ".join(self.record_competitions)
+                raise ValueError(f"no known match of the competitions the model's records were built from ({named})")
+            self.record_book = RecordBook(kept, RecordSettings(**self.records))
         if not self.history_balls:
             return
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
@@ -367,6 +383,7 @@ class SequenceEncoder:
             "keyed_by": self.keyed_by,
             "names": self.names,
             "records": self.records,
+            "record_competitions": self.record_competitions,
         }
 
     @classmethod
@@ -404,6 +421,7 @@ class SequenceEncoder:
             keyed_by=d.get("keyed_by", "name"),
             names=d.get("names", {}),
             records=d.get("records"),
+            record_competitions=d.get("record_competitions"),
         )
 
     def model_dims(self) -> dict:

@@ -150,6 +150,6 @@ def value_matches(
         )
     if trained.encoder.reads_known:
         trained.encoder.attach_known(known)
-    win = None if matches is None else WinModel.fit(fitted, matches, trained.encoder.last_season, seed)
+    win = None if matches is None else WinModel.fit(fitted, matches, seed)
     balls = ball_values(trained, deliveries, ClassValues.fit(fitted), known, win, matches)
     return balls, player_values(balls, by, min_balls, n_boot, seed)

@@ -34,7 +34,7 @@ def main() -> None:
         configured_sources(cfg.sources), PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)
     )
     d = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
-    win = WinModel.fit(d[d["season"] <= args.train_until], tables.matches, args.train_until)
+    win = WinModel.fit(d[d["season"] <= args.train_until], tables.matches)
     keys = ["match_id", "innings", "delivery_index"]
     states = d[keys].assign(match_id=d["match_id"].astype(str), win_model=win.batting_side(d))
     chases = pd.read_parquet(args.chases).assign(match_id=lambda c: c["match_id"].astype(str))

@@ -300,3 +300,29 @@ def test_an_encoder_without_identities_knows_every_player_and_venue_as_the_unkno
     for role in ("batter", "bowler", "venue"):
         assert int(train_set.tensors[role].abs().sum()) == 0
     assert enc.model_dims()["n_batters"] == 1
+
+
+def test_a_model_reads_records_of_the_competitions_it_was_trained_with(records_encoder, deliveries, parts, phases):
+    """An IPL model given every league's matches builds its book from the IPL's alone, so an IPL ball reads
+    exactly what it read in training (not players' other leagues, evidence and league mixes it never saw);
+    a model fitted on every league keeps them all."""
+    from cricket_attn.data.deliveries import build_tables
+    from cricket_attn.data.histories import known_deliveries
+    from cricket_attn.data.sources import iter_match_files
+    from tests.data.test_records import LEAGUES
+
+    assert records_encoder.record_competitions == ["Indian Premier League"]
+    others = build_tables(iter_match_files([LEAGUES]), phases).deliveries
+    pooled = known_deliveries(deliveries, others)
+    given_all = SequenceEncoder.from_dict(records_encoder.to_dict())
+    assert given_all.record_competitions == ["Indian Premier League"]  # kept in the checkpoint
+    given_all.attach_known(pooled)
+    a, b = records_encoder.encode(parts["test"]), given_all.encode(parts["test"])
+    assert torch.equal(a.tensors["numeric"], b.tensors["numeric"])
+    everyone = SequenceEncoder.from_dict({**records_encoder.to_dict(), "record_competitions": None})
+    everyone.attach_known(pooled)
+    assert not torch.equal(a.tensors["numeric"], everyone.encode(parts["test"]).tensors["numeric"])
+    pooled_model = SequenceEncoder.fit_encode(parts["train"], None, known=pooled, records={})[0]
+    assert set(pooled_model.record_competitions) == set(pooled["competition"].astype(str))
+    with pytest.raises(ValueError, match=r"^no known match of the competitions .* \(Indian Premier League\)$"):
+        given_all.attach_known(others)

@@ -14,7 +14,7 @@ from tests.valuation.test_expected import tiny_model
 @pytest.fixture(scope="module")
 def valued(fixture_tables):
     d, matches = fixture_tables.deliveries, fixture_tables.matches
-    win = WinModel.fit(d[d["season"] <= 2023], matches, last_season=2023)
+    win = WinModel.fit(d[d["season"] <= 2023], matches)
     trained = tiny_model(d, "records")
     balls = ball_values(trained, d, ClassValues.fit(d[d["season"] <= 2023]), win=win, matches=matches)
     return balls, matches
@@ -51,7 +51,7 @@ def test_each_balls_chance_follows_on_from_the_last_and_the_bowler_gets_the_oppo
 
 def test_the_chase_is_likelier_won_with_fewer_runs_needed(fixture_tables):
     d, matches = fixture_tables.deliveries, fixture_tables.matches
-    win = WinModel.fit(d, matches, last_season=2026)
+    win = WinModel.fit(d, matches)
     chase = d[d["target_runs"].notna() & (d["over"] == 10)].head(1)
     easier, harder = chase.copy(), chase.copy()
     easier["target_runs"], harder["target_runs"] = 100.0, 260.0
@@ -61,7 +61,7 @@ def test_the_chase_is_likelier_won_with_fewer_runs_needed(fixture_tables):
 
 def test_deliveries_out_of_play_order_are_refused(fixture_tables):
     d, matches = fixture_tables.deliveries, fixture_tables.matches
-    win = WinModel.fit(d, matches, last_season=2026)
+    win = WinModel.fit(d, matches)
     regular = d[~d["is_super_over"]]
     two = regular[regular["match_id"].isin(regular["match_id"].unique()[:2])]
     interleaved = two.iloc[np.r_[0:10, len(two) - 10 : len(two), 10 : len(two) - 10]].reset_index(drop=True)
