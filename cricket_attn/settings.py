@@ -188,8 +188,6 @@ TRAIN: tuple[Setting, ...] = (
     ("callbacks.model_checkpoint.monitor", "str?", *ANY),
     ("callbacks.model_checkpoint.mode", "str", *one_of("min", "max")),
     ("callbacks.model_checkpoint.save_last", "bool", *ANY),
-    ("callbacks.weight_averaging", "map?", *ANY),
-    ("callbacks.weight_averaging.decay", "number", lambda v: 0 < v < 1, "between 0 and 1, both excluded"),
     *LOGGER,
 )
 
