@@ -29,6 +29,7 @@ from cricket_attn.scoring.cli import (
     check_out_folder,
     check_out_path,
     named_list,
+    nothing_found,
     run_command,
     write_table,
     writing,
@@ -72,7 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "next and between the odd and even matches of a season, against strike rate and economy "
         "(cricket_attn.valuation.reliability; beside --out as <name>_reliability.md)",
     )  # fmt: skip
-    p.add_argument("--top", type=count(1), default=15, help="players in each leaders' chart (default %(default)s)")
+    p.add_argument(
+        "--top", type=top_count, default=15, help="players in each leaders' chart, 1-100 (default %(default)s)"
+    )
     p.add_argument("--data", default="ipl", help="data config in conf/data/: phase rules, sources, data folder")
     p.add_argument("--history", action="append", help="more Cricsheet data whose earlier matches give records")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
@@ -80,6 +83,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-mlflow", action="store_true", help="write the files only, no MLflow run")
     p.add_argument("sources", nargs="*", help="Cricsheet zips, folders or match files (default: the --data sources)")
     return p.parse_args(argv)
+
+
+def top_count(text: str) -> int:
+    """--top: 1 to 100 players (a chart of more is unreadable, and of far more cannot be drawn)."""
+    value = count(1)(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"{text}: must be at most 100")
+    return value
 
 
 def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -104,7 +115,7 @@ def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
 def check_players(d: pd.DataFrame, args: argparse.Namespace) -> None:
     """Each player asked for (`--player`, `--card`) has a ball in `d`, as batter or bowler, by name or
     registry id."""
-    there = set()
+    there, d = set(), d[~d["is_super_over"].astype(bool)]  # a super over is not valued
     for role in ("batter", "bowler"):
         there |= set(d[role].astype(str)) | set(d[f"{role}_id"].dropna().astype(str))
     for flag, players in (("--player", args.player), ("--card", args.card)):
@@ -129,8 +140,13 @@ def run(args: argparse.Namespace) -> str:
             check_out_path(path, flag)
     if args.reliability:
         check_can_write_in("--out", reliability_path(args), reliability_path(args).resolve().parents)
+    outputs = [p.resolve() for p in (args.out, args.balls_out) if p is not None]
+    if len(set(outputs)) < len(outputs):
+        raise ValueError(f"--balls-out {args.balls_out}: the same file as --out; give it a name of its own")
     if args.plots is not None:
         check_out_folder("--plots", args.plots)
+        if args.plots.resolve() in outputs:
+            raise ValueError(f"--plots {args.plots}: the same path as an output table; give a folder of its own")
     if args.card and (args.plots is None or "season" not in args.by):
         raise ValueError(f"--card {args.card[0]}: a card needs --plots and the values by season (--by season ...)")
     if not args.no_mlflow:
@@ -140,9 +156,16 @@ def run(args: argparse.Namespace) -> str:
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     sources = args.sources or configured_sources(cfg.sources)
     tables = load_tables(sources, phases, project_path(cfg.data_dir))
+    if tables.deliveries.empty:
+        raise ValueError(f"nothing to value in {', '.join(map(str, sources or ['the embedded archive']))}: "
+                         f"{nothing_found(sources or [], tables)}")  # fmt: skip
+    skipped = [s.reason for s in tables.skipped]
     known, matches = tables.deliveries, tables.matches
     if args.history:
         history = load_tables(args.history, phases, project_path(cfg.data_dir))
+        if history.deliveries.empty:
+            raise ValueError(f"--history {' '.join(args.history)}: {nothing_found(args.history, history)}")
+        skipped += [s.reason for s in history.skipped]
         known = known_deliveries(known, history.deliveries)
         matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
     valued = chosen(tables.deliveries, args)
@@ -161,18 +184,19 @@ def run(args: argparse.Namespace) -> str:
     pictures = draw(table, args, by) if args.plots is not None else []  # every player's, before --player
     if args.player:
         table = table[table["player"].isin(args.player) | table["player_id"].isin(args.player)]
-    write_table(table, args.out)
-    if args.balls_out is not None:
+    if args.balls_out is not None:  # before the table: a refusal here leaves no new --out behind
         write_table(balls, args.balls_out, "--balls-out")
+    write_table(table, args.out)
     report = summary(balls, table, by, args)
     if args.reliability:
         report += "\n\n" + reliability_report(balls, args)
     if not args.no_mlflow:
         run_id = log_run(args, trained.source, balls, table, pictures, report)
         report += f"\nMLflow run {run_id}"
+    skipped += [f"{reason}; not valued" for reason in refused.values()]
     return (
-        f"{report}\nskipped: {len(refused)}"
-        + "".join(f"\n  {reason}; not valued" for reason in refused.values())
+        f"{report}\nskipped: {len(skipped)}"
+        + "".join(f"\n  {reason}" for reason in skipped)
         + f"\nwritten: {args.out} ({time.perf_counter() - start:.1f} s)"
     )
 
@@ -293,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     except tracking.TrackingError as err:
         print(f"cricket-attn-players: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # nothing half written: every output is written whole or not at all
+        print("cricket-attn-players: interrupted; nothing half written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

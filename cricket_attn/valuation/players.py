@@ -93,6 +93,8 @@ def _role_values(
         balls=("_balls", "sum"),
         **{name: (column, "sum") for name, column in sums},
     ).reset_index()
+    for name, column in sums:  # a sum over no value (a match without a result's win probability) is none
+        table.loc[grouped[column].count().to_numpy() == 0, name] = np.nan
     table = table.rename(columns={key: "player_id"})
     table.insert(0, "role", role.name)
     table["balls"] = table["balls"].astype(np.int64)
@@ -111,6 +113,7 @@ def _role_values(
             drawn = totals[name] * per_match
             table[f"{name}_low"], table[f"{name}_high"] = np.nanpercentile(drawn, [2.5, 97.5], axis=1)
             table[f"{name}_per_100"] = 100 * table[name] / table["balls"].where(table["balls"] > 0)
+            table.loc[table[name].isna(), [f"{name}_low", f"{name}_high"]] = np.nan
         headline = role.valued[0]
         rate = 100 * totals[headline] / np.where(counted > 0, counted, np.nan)
     table[f"{headline}_per_100_low"], table[f"{headline}_per_100_high"] = np.nanpercentile(rate, [2.5, 97.5], axis=1)

@@ -72,14 +72,39 @@ def test_a_match_the_model_cannot_take_is_named_and_the_others_valued(tracked_ru
         (["--balls-out", "b.json"], "--balls-out b.json: the file name must end in .parquet or .csv"),
         (["--card", "RA Jadeja"], "--card RA Jadeja: a card needs --plots and the values by season (--by season ...)"),
         (["--plots", "pics", "--card", "Nobody"], "--card Nobody: no ball batted or bowled in the matches valued"),
+        (["--balls-out", "p.csv"], "--balls-out p.csv: the same file as --out; give it a name of its own"),
+        (["--top", "1000"], "argument --top: 1000: must be at most 100"),
         (
             ["--season", "2023", "--season", "2025", "--reliability"],
             "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)",
         ),
     ],
 )
-def test_a_refusal_is_one_line(tracked_run, tmp_path, capsys, extra, message):
-    args = ["--model", tracked_run["results"]["checkpoint"], "--out", str(tmp_path / "p.csv"), "--no-mlflow"]
-    assert main([*args, *extra, str(FIXTURES)]) == 2
+def test_a_refusal_is_one_line(tracked_run, tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    args = ["--model", tracked_run["results"]["checkpoint"], "--out", "p.csv", "--no-mlflow"]
+    try:
+        code = main([*args, *extra, str(FIXTURES)])
+    except SystemExit as exit:  # argparse's own refusal
+        code = exit.code
+    assert code == 2
     err = capsys.readouterr().err
     assert err == f"cricket-attn-players: {message}\n"
+
+
+def test_bad_files_are_named_and_the_good_matches_valued(tracked_run, tmp_path, capsys):
+    folder = tmp_path / "matches"
+    folder.mkdir()
+    (folder / "1473439.json").write_text((FIXTURES / "1473439.json").read_text())
+    (folder / "empty.json").write_text("")
+    (folder / "notjson.json").write_text("{not json")
+    args = ["--model", tracked_run["results"]["checkpoint"], "--out", str(tmp_path / "p.csv"), "--no-mlflow"]
+    assert main([*args, "--history", str(FIXTURES), str(folder)]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped: 2" in printed and "empty.json" in printed and "notjson.json" in printed
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    assert main([*args, str(empty)]) == 2
+    assert capsys.readouterr().err.startswith(f"cricket-attn-players: nothing to value in {empty}: ")
+    assert main([*args, "--history", str(empty), str(FIXTURES)]) == 2
+    assert capsys.readouterr().err.startswith(f"cricket-attn-players: --history {empty}: ")
