@@ -80,3 +80,4 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/train_speed.py
 	$(PY) benchmarks/predict_speed.py
 	$(PY) benchmarks/simulate_speed.py
+	$(PY) benchmarks/players_speed.py
