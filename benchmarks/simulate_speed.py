@@ -63,6 +63,8 @@ def main() -> None:
     phases = PhaseRules.from_config(cfg.phases)
     tables = load_tables(None, phases, project_path(cfg.data_dir))
     d = tables.deliveries
+    if trained.encoder.reads_known:  # records and histories, from the archive's matches before each one
+        trained.encoder.attach_known(d)
     innings = d[(d["match_id"].astype(str) == args.match) & (d["innings"] == 1)].reset_index(drop=True)
     balls = min(120, len(innings))
     one = trained.encoder.encode(innings).collate([0])
