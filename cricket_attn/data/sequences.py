@@ -132,6 +132,7 @@ class SequenceEncoder:
         if history_balls < 0:
             raise ValueError(f"data.history_balls must be 0 (none) or more, got {history_balls}")
         train = train[~train["is_super_over"].astype(bool)]
+        known = train if known is None else known
         enc = cls(
             batters=Vocab.fit(pd.Series(entity_key(train, "batter")), min_count),
             bowlers=Vocab.fit(pd.Series(entity_key(train, "bowler")), min_count),
@@ -147,12 +148,10 @@ class SequenceEncoder:
             history_balls=history_balls,
             first_innings=first_innings,
             records=None if records is None else RecordSettings(**records).to_dict(),
-            record_competitions=None
-            if records is None
-            else sorted(set((train if known is None else known)["competition"].astype(str))),
+            record_competitions=None if records is None else sorted(set(known["competition"].astype(str))),
         )
         if enc.reads_known:
-            enc.attach_known(train if known is None else known)
+            enc.attach_known(known)
         state = match_state(train, enc.last_season)
         numeric = enc.numeric(train, state, out_of_fold=True)
         wide = numeric.astype(np.float64)  # float32 sums would give a constant column a spread of rounding
@@ -191,13 +190,16 @@ class SequenceEncoder:
     def block_start(self, column: str) -> int:
         """Where `column`'s features begin among the numeric features: after the match state, in the order
         of `key_columns`."""
-        widths = [BLOCK_WIDTHS[c] if self.records is not None else N_OUTCOMES + 1 for c in self.key_columns]
+        widths = [self.block_width(c) for c in self.key_columns]
         return len(STATE_COLUMNS) + sum(widths[: self.key_columns.index(column)])
+
+    def block_width(self, column: str) -> int:
+        """How many numeric features `column` brings: its record's block, or its rates and their count."""
+        return BLOCK_WIDTHS[column] if self.records is not None else N_OUTCOMES + 1
 
     def block_slice(self, column: str) -> slice:
         """Where `column`'s features lie among the numeric features (`key_features`, after the match state)."""
-        width = BLOCK_WIDTHS[column] if self.records is not None else N_OUTCOMES + 1
-        return slice(self.block_start(column), self.block_start(column) + width)
+        return slice(self.block_start(column), self.block_start(column) + self.block_width(column))
 
     @property
     def reads_known(self) -> bool:

@@ -57,7 +57,7 @@ def counted(d: pd.DataFrame) -> dict:
 
 
 def what_happened(d: pd.DataFrame) -> pd.DataFrame:
-    """QUANTITIES for each delivery of `d`, as floats."""
+    """QUANTITIES for each delivery of `d`, as floats, and `faced` (`counted`)."""
     counts = counted(d)
     striker_out, _ = dismissed(d)
     code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
@@ -67,6 +67,7 @@ def what_happened(d: pd.DataFrame) -> pd.DataFrame:
             "conceded": np.asarray(counts["conceded"], dtype=np.float64),
             "bowler_wicket": np.asarray(counts["bowler_wickets"], dtype=np.float64),
             "out": (striker_out & (code == OUTCOME_INDEX["wicket"])).astype(np.float64),
+            "faced": np.asarray(counts["faced"], dtype=bool),
         },
         index=d.index,
     )
@@ -139,14 +140,21 @@ def with_average(sequences: BallSequences, encoder: SequenceEncoder, role: str, 
 
 
 def average_probabilities(
-    trained: TrainedModel, d: pd.DataFrame, role: str, known: pd.DataFrame, batch_size: int = 256
+    trained: TrainedModel,
+    d: pd.DataFrame,
+    sequences: BallSequences,
+    role: str,
+    known: pd.DataFrame,
+    batch_size: int = 256,
 ) -> np.ndarray:
     """(len(d), N_OUTCOMES) each delivery's class distribution with its `role` the average player of its
-    competition's season in `known` (`average_blocks`); `d` has regular innings only, indexed 0..n-1."""
+    competition's season in `known` (`average_blocks`); `d` has regular innings only, indexed 0..n-1, and
+    `sequences` are its innings as the encoder made them (once, for both roles)."""
     blocks = average_blocks(trained.encoder, known, role, d[list(GROUP)])
     per_ball = blocks.reindex(pd.MultiIndex.from_frame(d[list(GROUP)])).to_numpy()
-    sequences = with_average(trained.encoder.encode(d), trained.encoder, role, per_ball)
-    rows, probs = sequence_probabilities(trained.model, sequences, batch_size)
+    rows, probs = sequence_probabilities(
+        trained.model, with_average(sequences, trained.encoder, role, per_ball), batch_size
+    )
     out = np.full((len(d), N_OUTCOMES), np.nan)
     out[rows] = probs
     return out / out.sum(axis=1, keepdims=True)
@@ -183,9 +191,10 @@ def ball_values(
         out[role] = d[role].astype(str)
         out[f"{role}_key"] = trained.encoder.key(d, role).to_numpy()
     happened = what_happened(d)
-    faced = np.asarray(counted(d)["faced"], dtype=bool)
+    faced = happened["faced"].to_numpy()
+    sequences = trained.encoder.encode(d)
     out["faced"] = faced
-    batting = average_probabilities(trained, d, "batter", known)
+    batting = average_probabilities(trained, d, sequences, "batter", known)
     not_wide = batting.copy()
     not_wide[:, WIDE] = 0.0
     not_wide /= not_wide.sum(axis=1, keepdims=True)
@@ -195,7 +204,7 @@ def ball_values(
     out["out"] = happened["out"].where(faced)
     out["expected_out"] = np.where(faced, values.expected(not_wide, "out"), np.nan)
     out["dismissals_avoided"] = out["expected_out"] - out["out"]
-    bowling = average_probabilities(trained, d, "bowler", known)
+    bowling = average_probabilities(trained, d, sequences, "bowler", known)
     out["legal"] = d["is_legal"].to_numpy(dtype=bool)
     out["conceded"] = happened["conceded"]
     out["expected_conceded"] = values.expected(bowling, "conceded")
