@@ -23,6 +23,9 @@ MAX_WICKETS = 10  # all out
 BALLS_PER_OVER = range(4, 9)
 # Dismissals recorded on a delivery that are not team wickets: the batter may come back.
 NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
+# Dismissals the Laws credit to the bowler (Law 38 and on): a run out, a retirement, obstructing the field,
+# handling the ball or hitting it twice are the batting side's loss but not the bowler's wicket.
+BOWLERS_DISMISSALS = frozenset({"bowled", "caught", "caught and bowled", "lbw", "stumped", "hit wicket"})
 
 
 def runs_ran(d: pd.DataFrame) -> np.ndarray:
@@ -52,8 +55,11 @@ def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
-    """Whether each delivery's wicket is the bowler's: a wicket, unless it is a run out."""
-    return (d["outcome"].eq("wicket") & ~d["wicket_kind"].astype(str).str.contains("run out")).to_numpy()
+    """Whether each delivery's wicket is the bowler's: one of the Laws' bowler's dismissals (a delivery with two,
+    "bowled;retired hurt", counts if either is)."""
+    kinds = d["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
+    credited = np.array([not BOWLERS_DISMISSALS.isdisjoint(k) for k in kinds], dtype=bool)
+    return d["outcome"].eq("wicket").to_numpy() & credited
 
 
 def crease_after(d: pd.DataFrame, incoming: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
