@@ -229,6 +229,8 @@ def summary(balls: pd.DataFrame, table: pd.DataFrame, by: list[str], args: argpa
         f"({faced['runs_above_expected'].mean():+.4f} a ball); runs saved {balls['runs_saved'].sum():+.1f} of "
         f"{balls['conceded'].sum():,.0f} conceded; wickets above expected "
         f"{balls['wickets_above_expected'].sum():+.1f} of {balls['bowler_wicket'].sum():,.0f}",
+        f"  with wickets priced in runs (runs value): batting {faced['batting_value'].sum():+.1f}, bowling "
+        f"{balls['bowling_value'].sum():+.1f}",
     ]
     if by:
         largest = table.groupby(by, observed=True).size().idxmax()
@@ -260,11 +262,12 @@ def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
     within = split_half(balls, seasons, args.min_balls_reliability, args.boot, args.seed)
     text = "\n\n".join(
         [
-            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: the headline "
-            "value per ball; raw: strike rate or economy; r: Pearson, 95% intervals resampling players):",
-            markdown_table(across[["role", "seasons", *columns]], 3),
+            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: per ball, "
+            "runs_value with wickets priced in runs; raw: strike rate or economy; r: Pearson, 95% intervals "
+            "resampling players):",
+            markdown_table(across[["role", "value", "seasons", *columns]], 3),
             "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
-            markdown_table(within[["role", "season", *columns, "value_full", "raw_full"]], 3),
+            markdown_table(within[["role", "value", "season", *columns, "value_full", "raw_full"]], 3),
         ]
     )
     path = reliability_path(args)

@@ -33,6 +33,7 @@ from cricket_attn.data.sequences import BallSequences, SequenceEncoder
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed
 from cricket_attn.scoring.probabilities import sequence_probabilities
 from cricket_attn.scoring.serving import TrainedModel
+from cricket_attn.valuation.wickets import WicketCost
 from cricket_attn.valuation.win import WinModel, win_added
 
 # What a ball gives that a player is valued on: runs to the batter, runs the bowler concedes (the bat's,
@@ -76,9 +77,11 @@ def what_happened(d: pd.DataFrame) -> pd.DataFrame:
 @dataclass
 class ClassValues:
     """Each outcome class's mean of every one of QUANTITIES over the deliveries it is fitted on (the model's
-    training seasons): what a class is worth, as the simulator's scorebook has it, in expectation."""
+    training seasons): what a class is worth, as the simulator's scorebook has it, in expectation; and what
+    a wicket costs in runs by when it falls (`WicketCost`), to price dismissals and wickets in runs."""
 
     means: np.ndarray  # (len(QUANTITIES), N_OUTCOMES)
+    wickets: WicketCost
 
     @classmethod
     def fit(cls, deliveries: pd.DataFrame) -> ClassValues:
@@ -90,14 +93,15 @@ class ClassValues:
             missing = [OUTCOMES[c] for c in np.flatnonzero(counts == 0)]
             raise ValueError(f"no delivery of class {missing} to learn what it is worth from: too few deliveries")
         sums = np.stack([np.bincount(code, weights=happened[q], minlength=N_OUTCOMES) for q in QUANTITIES])
-        return cls(sums / counts)
+        return cls(sums / counts, WicketCost.fit(d))
 
     def expected(self, probs: np.ndarray, quantity: str) -> np.ndarray:
         """(N,) the expectation of `quantity` under each row's class distribution (N, N_OUTCOMES)."""
         return probs @ self.means[QUANTITIES.index(quantity)]
 
     def to_dict(self) -> dict:
-        return {q: dict(zip(OUTCOMES, self.means[i].tolist())) for i, q in enumerate(QUANTITIES)}
+        means = {q: dict(zip(OUTCOMES, self.means[i].tolist())) for i, q in enumerate(QUANTITIES)}
+        return {**means, "wicket_cost": self.wickets.to_dict()}
 
 
 GROUP = ("competition", "season")  # whose average player a ball is measured against
@@ -175,6 +179,9 @@ def ball_values(
       `expected_out`, `dismissals_avoided` (expected minus actual), NaN on a wide;
     - bowling: `conceded`, `expected_conceded`, `runs_saved` (expected minus conceded); `bowler_wicket`,
       `expected_wickets`, `wickets_above_expected`;
+    - `wicket_cost` (what a wicket off the ball cost its side in runs, `WicketCost`), and the two in one:
+      `batting_value`, runs above expected plus the dismissals avoided priced at it, and `bowling_value`,
+      runs saved plus the wickets above expected priced at it;
     - with a win-probability model and the `matches` table (their results): `win_before`, `win_added` (to
       the batting side's chance, `win_added`), `batting_wpa` (on the balls faced) and `bowling_wpa` (its
       opposite, on every delivery); NaN for a match without a result.
@@ -212,6 +219,9 @@ def ball_values(
     out["bowler_wicket"] = happened["bowler_wicket"]
     out["expected_wickets"] = values.expected(bowling, "bowler_wicket")
     out["wickets_above_expected"] = out["bowler_wicket"] - out["expected_wickets"]
+    out["wicket_cost"] = values.wickets.cost(d)
+    out["batting_value"] = out["runs_above_expected"] + out["wicket_cost"] * out["dismissals_avoided"]
+    out["bowling_value"] = out["runs_saved"] + out["wicket_cost"] * out["wickets_above_expected"]
     if win is not None:
         added = win_added(win, d, matches)
         out["win_before"], out["win_added"] = added["win_before"], added["win_added"]

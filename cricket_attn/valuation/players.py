@@ -27,8 +27,8 @@ N_BOOT = 1000
 @dataclass(frozen=True)
 class Role:
     """How one role is valued: whose it is, which balls count as his and how they are counted, what is
-    summed (output name: the `ball_values` column), and the values given with an interval, the first the
-    one he is ranked by."""
+    summed (output name: the `ball_values` column), the values given with an interval, the first the one he
+    is ranked by, and those in runs per ball (checked against the raw rate for reliability)."""
 
     name: str
     player: str  # the ball_values column naming him
@@ -37,6 +37,7 @@ class Role:
     counted: str | None  # the boolean column of the rows that are his (None: all)
     sums: tuple[tuple[str, str], ...]
     valued: tuple[str, ...]
+    in_runs: tuple[str, ...]
 
 
 ROLES = (
@@ -44,15 +45,18 @@ ROLES = (
         "batting", "batter", "batting_team", "faced", "faced",
         (("runs", "runs"), ("expected_runs", "expected_runs"), ("runs_above_expected", "runs_above_expected"),
          ("outs", "out"), ("expected_outs", "expected_out"), ("dismissals_avoided", "dismissals_avoided"),
-         ("win_probability_added", "batting_wpa")),
-        ("runs_above_expected", "dismissals_avoided", "win_probability_added"),
+         ("runs_value", "batting_value"), ("win_probability_added", "batting_wpa")),
+        ("runs_above_expected", "dismissals_avoided", "runs_value", "win_probability_added"),
+        ("runs_above_expected", "runs_value"),
     ),
     Role(
         "bowling", "bowler", "bowling_team", "legal", None,
         (("conceded", "conceded"), ("expected_conceded", "expected_conceded"), ("runs_saved", "runs_saved"),
          ("wickets", "bowler_wicket"), ("expected_wickets", "expected_wickets"),
-         ("wickets_above_expected", "wickets_above_expected"), ("win_probability_added", "bowling_wpa")),
-        ("runs_saved", "wickets_above_expected", "win_probability_added"),
+         ("wickets_above_expected", "wickets_above_expected"), ("runs_value", "bowling_value"),
+         ("win_probability_added", "bowling_wpa")),
+        ("runs_saved", "wickets_above_expected", "runs_value", "win_probability_added"),
+        ("runs_saved", "runs_value"),
     ),
 )  # fmt: skip
 

@@ -1,6 +1,7 @@
-"""Does a player's value hold from one season to the next, and within a season? Against the raw rate an
-analyst would otherwise read: strike rate for batters (runs per 100 balls faced), economy for bowlers (runs
-conceded per over).
+"""Does a player's value hold from one season to the next, and within a season? Each of a role's values in
+runs (`Role.in_runs`: runs above expected or saved, and the same with wickets priced in) against the raw
+rate an analyst would otherwise read: strike rate for batters (runs per 100 balls faced), economy for
+bowlers (runs conceded per over).
 
 - Season to season: players with at least `min_balls` in both of two consecutive seasons; the correlation
   of each measure per ball in season N with the same measure in season N+1 (Pearson), with 95% intervals
@@ -30,18 +31,19 @@ def raw_rate(role: Role, sums: pd.DataFrame) -> pd.Series:
     return 6 * sums["conceded"] / sums["balls"]
 
 
-def per_player(balls: pd.DataFrame, role: Role, by: list[str]) -> pd.DataFrame:
-    """Per player and group of `by`: balls, the headline value per 100 balls and the raw rate."""
+def per_player(balls: pd.DataFrame, role: Role, by: list[str], measure: str) -> pd.DataFrame:
+    """Per player and group of `by`: balls, the value `measure` (one of `role.in_runs`) per 100 balls and
+    the raw rate."""
     b = balls[balls[role.counted].astype(bool)] if role.counted else balls
     raw = "runs" if role.name == "batting" else "conceded"
-    columns = {name: column for name, column in role.sums if name in (role.valued[0], raw)}
+    columns = {name: column for name, column in role.sums if name in (measure, raw)}
     sums = (
         b.assign(_balls=b[role.balls].astype(np.float64))
         .groupby([*by, f"{role.player}_key"], observed=True, sort=False)
         .agg(balls=("_balls", "sum"), **{n: (c, "sum") for n, c in columns.items()})
     )
     return pd.DataFrame(
-        {"balls": sums["balls"], "value": 100 * sums[role.valued[0]] / sums["balls"], "raw": raw_rate(role, sums)}
+        {"balls": sums["balls"], "value": 100 * sums[measure] / sums["balls"], "raw": raw_rate(role, sums)}
     )
 
 
@@ -81,27 +83,33 @@ def season_to_season(
     n_boot: int = N_BOOT,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per role and pair of seasons (N, N+1): `_correlations` of season N's measures with N+1's."""
+    """One row per role, value in runs and pair of seasons (N, N+1): `_correlations` of season N's measures
+    with N+1's."""
     rows = []
-    for role in ROLES:
-        table = per_player(balls, role, ["season"])
+    for role, measure in _measures(balls):
+        table = per_player(balls, role, ["season"], measure)
         for first, second in pairs:
             x, y = (table.xs(s, level="season") if s in table.index.get_level_values("season") else table.iloc[:0]
                     for s in (first, second))  # fmt: skip
             both = x.index[x["balls"] >= min_balls].intersection(y.index[y["balls"] >= min_balls])
-            rows.append({"role": role.name, "seasons": f"{first}-{second}",
+            rows.append({"role": role.name, "value": measure, "seasons": f"{first}-{second}",
                          **_correlations(x.loc[both], y.loc[both], n_boot, seed)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _measures(balls: pd.DataFrame) -> list[tuple[Role, str]]:
+    """Each role with each of its values in runs that `balls` holds."""
+    return [(role, m) for role in ROLES for m in role.in_runs if dict(role.sums)[m] in balls]
 
 
 def split_half(
     balls: pd.DataFrame, seasons: Sequence[int], min_balls: int = MIN_BALLS, n_boot: int = N_BOOT, seed: int = 0
 ) -> pd.DataFrame:
-    """One row per role and season: `_correlations` of the odd matches' measures with the even ones' (each
-    player's matches in date order), over players with `min_balls` in the season, and Spearman-Brown's
-    whole-season estimates (`value_full`, `raw_full`)."""
+    """One row per role, value in runs and season: `_correlations` of the odd matches' measures with the even
+    ones' (each player's matches in date order), over players with `min_balls` in the season, and
+    Spearman-Brown's whole-season estimates (`value_full`, `raw_full`)."""
     rows = []
-    for role in ROLES:
+    for role, measure in _measures(balls):
         for season in seasons:
             b = balls[balls["season"] == season]
             if role.counted:
@@ -110,7 +118,7 @@ def split_half(
             order = b.drop_duplicates(["match_id", player])[["match_id", player]]
             order = order.assign(half=order.groupby(player, sort=False).cumcount() % 2)
             b = b.merge(order, on=["match_id", player], how="left")
-            table = per_player(b, role, ["half"])
+            table = per_player(b, role, ["half"], measure)
             season_balls = table.groupby(level=player)["balls"].sum()
             players = season_balls.index[season_balls >= min_balls]
             half = table.index.get_level_values("half")
@@ -120,5 +128,5 @@ def split_half(
             for what in ("value", "raw"):
                 r = out[f"{what}_r"]
                 out[f"{what}_full"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
-            rows.append({"role": role.name, "season": season, **out})
+            rows.append({"role": role.name, "value": measure, "season": season, **out})
     return pd.DataFrame(rows)

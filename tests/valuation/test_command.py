@@ -39,7 +39,8 @@ def test_the_command_writes_the_table_the_pictures_and_a_run(tracked_run, tmp_pa
     artifacts = {a.path for a in MlflowClient(uri).list_artifacts(run.info.run_id)}
     assert {"players.csv", "players_reliability.md", "pictures"} <= artifacts
     reliability = (tmp_path / "players_reliability.md").read_text()
-    assert "| batting | 2023-2024 |" in reliability and "| bowling | 2025 |" in reliability
+    assert "| batting | runs_above_expected | 2023-2024 |" in reliability
+    assert "| bowling | runs_value | 2025 |" in reliability
     assert abs(run.data.metrics["players/runs_above_expected_per_ball"]) < 1
 
 

@@ -22,6 +22,7 @@ from cricket_attn.valuation.expected import (
     what_happened,
     with_average,
 )
+from cricket_attn.valuation.wickets import WicketCost
 
 # How a model may know a player: his record as of the day (the default), an embedding and career rates
 # fitted on the training seasons, or those with his last balls of earlier matches.
@@ -144,3 +145,40 @@ def test_a_batter_is_valued_on_the_balls_he_faced_a_bowler_on_every_delivery(del
     # An expectation of an average player off a ball that is not a wide: at most six runs, a chance of out.
     faced = balls[~wide]
     assert faced["expected_runs"].between(0, 6).all() and faced["expected_out"].between(0, 1).all()
+    # Wickets priced in runs: a dismissal costs what the innings could still expect with one wicket more.
+    cost = balls["wicket_cost"].to_numpy()
+    assert (cost >= 0).all() and cost.max() > 5
+    np.testing.assert_allclose(
+        balls["batting_value"], balls["runs_above_expected"] + cost * balls["dismissals_avoided"]
+    )
+    np.testing.assert_allclose(balls["bowling_value"], balls["runs_saved"] + cost * balls["wickets_above_expected"])
+
+
+def test_a_wicket_costs_what_the_innings_could_still_make(deliveries):
+    train = deliveries[(deliveries["season"] <= 2023) & ~deliveries["is_super_over"]]
+    cost = WicketCost.fit(train)
+    first = train[train["innings"] == 1]
+    totals = first.groupby("match_id")["runs_total"].sum()
+    # From the first ball, with every wicket left: about what the fixtures' first innings made.
+    start = cost.runs_to_come(np.array([120]), np.array([0]))[0]
+    assert abs(start - totals.mean()) < 0.1 * totals.mean()
+    # Fewer runs to come with each wicket down, none all out, none with no ball left.
+    by_wicket = cost.runs_to_come(np.full(11, 60), np.arange(11))
+    assert (np.diff(by_wicket) < 0).all() and by_wicket[-1] == 0
+    assert cost.runs_to_come(np.zeros(10), np.arange(10)).max() == 0
+    # A wicket off an innings' last legal ball costs nothing; early in an innings it costs several runs.
+    regular = train.reset_index(drop=True)
+    per_ball = cost.cost(regular)
+    last = (
+        regular.groupby(["match_id", "innings"])["legal_ball_index"].transform("max").eq(regular["legal_ball_index"])
+        & regular["is_legal"].astype(bool)
+        & regular["legal_ball_index"].eq(119)
+    )
+    assert last.any() and np.abs(per_ball[last.to_numpy()]).max() < 1e-9
+    early = (regular["legal_ball_index"] < 12).to_numpy()
+    assert np.median(per_ball[early]) > 5  # (not all: a match cut to five overs has few balls to lose)
+
+
+def test_no_first_innings_no_price_of_a_wicket(deliveries):
+    with pytest.raises(ValueError, match="no first innings"):
+        WicketCost.fit(deliveries[deliveries["innings"] == 2])
