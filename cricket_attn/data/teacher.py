@@ -35,7 +35,7 @@ from cricket_attn.progress import Stopwatch
 log = logging.getLogger(__name__)
 
 # Part of the cache key: raise it when the baselines' features change, so no stale teacher is read.
-TEACHER_FEATURES_VERSION = 1
+TEACHER_FEATURES_VERSION = 2  # 2: a bowler's wickets by the Laws (laws.bowler_wickets)
 
 
 def out_of_fold_probabilities(
