@@ -60,28 +60,34 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def with_temperature(p: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(log p / T): the same classes' order, sharper (T < 1) or flatter (T > 1)."""
+WICKET = OUTCOMES.index("wicket")
+
+
+def calibrated(p: np.ndarray, temperature: float, wicket_offset: float = 0.0) -> np.ndarray:
+    """softmax(log p / T + the wicket offset on the wicket class): the same classes' order, sharper (T < 1)
+    or flatter (T > 1), and wickets likelier (offset > 0) or less likely."""
     z = np.log(np.clip(p, 1e-15, 1.0)) / temperature
+    z[:, WICKET] += wicket_offset
     z = np.exp(z - z.max(axis=1, keepdims=True))
     return z / z.sum(axis=1, keepdims=True)
 
 
-def fit_temperature(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0)) -> float:
-    """The temperature T that minimises the log loss of `with_temperature` on these deliveries
-    (temperature scaling: one number, so it fixes over- or under-confidence without reordering classes)."""
-    y, p = labels_of(frame), probabilities(frame)
+def fit_calibration(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0)) -> tuple[float, float]:
+    """The temperature T and the wicket offset that minimise the log loss of `calibrated` on these
+    deliveries: T fixes over- or under-confidence without reordering classes, the offset a model's share
+    of wickets (a ball model trained over many seasons drifts above the wickets of the next: the record)."""
+    from scipy.optimize import minimize
 
-    def loss(t: float) -> float:
-        return float(-np.mean(np.log(np.clip(with_temperature(p, t)[np.arange(len(y)), y], 1e-15, 1.0))))
+    y, log_p = labels_of(frame), np.log(np.clip(probabilities(frame), 1e-15, 1.0))
 
-    # The loss is convex in 1/T, so a golden-section search over T finds the one minimum.
-    lo, hi = bounds
-    ratio = (np.sqrt(5) - 1) / 2
-    while hi - lo > 1e-5:
-        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
-    return float((lo + hi) / 2)
+    def loss(x: np.ndarray) -> float:
+        z = log_p / x[0]
+        z[:, WICKET] += x[1]
+        z -= z.max(axis=1, keepdims=True)
+        return float(-np.mean(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))))
+
+    fitted = minimize(loss, np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[bounds, (-2.0, 2.0)])
+    return float(fitted.x[0]), float(fitted.x[1])
 
 
 def paired_losses(model: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from cricket_attn.laws import N_OUTCOMES
+from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX
 
 POSITIONAL_PARTS = ("absolute", "ball_in_over", "over", "phase", "batter_balls", "bowler_balls")
 # The innings a ball belongs to: 0 the first, 1 the chase. The table has a third row, never read (super
@@ -84,6 +84,7 @@ class ModelConfig:
     numeric_quantiles: list[list[float]] | None = None
     n_classes: int = N_OUTCOMES
     temperature: float = 1.0  # divides the logits outside training; fitted on validation (calibration)
+    wicket_offset: float = 0.0  # then added to the wicket's logit; fitted on validation with the temperature
 
     def __post_init__(self):
         self.positional_parts, self.history_roles = tuple(self.positional_parts), tuple(self.history_roles)
@@ -405,6 +406,9 @@ class CricketTransformer(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        shift = torch.zeros(cfg.n_classes)
+        shift[OUTCOME_INDEX["wicket"]] = cfg.wicket_offset
+        self.register_buffer("calibration_shift", shift, persistent=False)  # from the config, not the weights
         self.apply(self._init_weights)
 
     @staticmethod
@@ -429,7 +433,8 @@ class CricketTransformer(nn.Module):
         reading: dict | None = None,
     ) -> Tensor:
         """Logits over the outcome classes: (B, T, n_classes), or (B, 1, n_classes) with `last_only`.
-        Training sees the raw logits; evaluation and inference see them divided by the temperature.
+        Training sees the raw logits; evaluation and inference see them divided by the temperature, with
+        the wicket offset added to the wicket's (the calibration).
         With an `attention` list, each layer's attention weights (B, H, T, past + T) are appended to it;
         with a `reading` dict, each history reader's (`batter_history`, `bowler_history`: B, H, T,
         players * (K + 1)) is put in it under its name."""
@@ -468,7 +473,10 @@ class CricketTransformer(nn.Module):
         if last_only:
             x = x[:, -1:, :]  # the next ball's prediction comes from the last position
         logits = self.head(self.ln_f(x))
-        return logits if self.training else logits / self.cfg.temperature
+        if self.training:
+            return logits
+        logits = logits / self.cfg.temperature
+        return logits + self.calibration_shift if self.cfg.wicket_offset else logits
 
 
 class Ensemble(nn.Module):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from cricket_attn.laws import OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS, binary_ece, fit_temperature, score, with_temperature
+from cricket_attn.metrics import PROB_COLUMNS, WICKET, binary_ece, calibrated, fit_calibration, score
 
 
 def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
@@ -18,18 +18,22 @@ def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("true_temperature", [0.8, 1.0, 1.3])
-def test_fit_temperature_recovers_a_known_miscalibration(true_temperature):
+@pytest.mark.parametrize("true_temperature, true_offset", [(0.8, 0.0), (1.0, -0.3), (1.3, 0.2)])
+def test_fit_calibration_recovers_a_known_miscalibration(true_temperature, true_offset):
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(40_000, len(OUTCOMES))) * 1.5
-    # Outcomes drawn from softmax(logits); the model reports softmax(logits * T): over-confident for T > 1.
+    # Outcomes drawn from softmax(logits); the model reports softmax(logits * T - offset on the wicket):
+    # over-confident for T > 1, wickets too likely for an offset below zero.
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     labels = (p.cumsum(axis=1) < rng.random((len(p), 1))).sum(axis=1)
-    frame = scored_frame(logits * true_temperature, labels)
-    fitted = fit_temperature(frame)
-    assert fitted == pytest.approx(true_temperature, rel=0.03)
+    reported = logits * true_temperature
+    reported[:, WICKET] -= true_offset * true_temperature
+    frame = scored_frame(reported, labels)
+    temperature, offset = fit_calibration(frame)
+    assert temperature == pytest.approx(true_temperature, rel=0.03)
+    assert offset == pytest.approx(true_offset, abs=0.05)
     rescaled = frame.copy()
-    rescaled[list(PROB_COLUMNS)] = with_temperature(frame[list(PROB_COLUMNS)].to_numpy(), fitted)
+    rescaled[list(PROB_COLUMNS)] = calibrated(frame[list(PROB_COLUMNS)].to_numpy(), temperature, offset)
     truth = scored_frame(logits, labels)
     assert np.abs(rescaled[list(PROB_COLUMNS)].to_numpy() - truth[list(PROB_COLUMNS)].to_numpy()).max() < 0.02
     assert score(rescaled)["log_loss"] <= score(frame)["log_loss"] + 1e-12

@@ -177,14 +177,18 @@ def test_kv_cache_matches_a_full_forward_pass(chunks, variant):
     assert torch.allclose(last[:, 0], full[:, -1], atol=1e-6)
 
 
-def test_temperature_divides_the_logits_outside_training_only():
+def test_the_calibration_moves_the_logits_outside_training_only():
+    from cricket_attn.laws import OUTCOME_INDEX
+
     torch.manual_seed(0)
     plain = CricketTransformer(ModelConfig(**TINY))
-    hot = CricketTransformer(ModelConfig(**TINY, temperature=2.0))
-    hot.load_state_dict(plain.state_dict())
+    hot = CricketTransformer(ModelConfig(**TINY, temperature=2.0, wicket_offset=-0.1))
+    hot.load_state_dict(plain.state_dict())  # the offset is the config's, not a weight
     batch = random_batch(plain.cfg)
+    shift = torch.zeros(plain.cfg.n_classes)
+    shift[OUTCOME_INDEX["wicket"]] = -0.1
     with torch.no_grad():
-        assert torch.allclose(hot.eval()(batch), plain.eval()(batch) / 2.0, atol=1e-6)
+        assert torch.allclose(hot.eval()(batch), plain.eval()(batch) / 2.0 + shift, atol=1e-6)
         assert torch.equal(hot.train()(batch), plain.train()(batch))  # dropout is 0 in TINY
 
 

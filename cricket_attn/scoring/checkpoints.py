@@ -108,16 +108,18 @@ def load_model(path: str | Path) -> tuple[CricketTransformer | Ensemble, dict]:
     return (members[0] if len(members) == 1 else Ensemble(members).eval()), ckpt
 
 
-def save_final(paths: list[str | Path], temperature: float | None, out: str | Path) -> Path:
+def save_final(paths: list[str | Path], calibration: dict | None, out: str | Path) -> Path:
     """The final model as one checkpoint, written atomically to `out`: the first of `paths`, with the
-    others as ensemble members (their probabilities are averaged), each dividing its logits by
-    `temperature` (the calibration fitted on the validation season) outside training, if given."""
+    others as ensemble members (their probabilities are averaged), each with the `calibration` fitted on
+    the validation season outside training, if given (its `temperature` divides the logits, its
+    `wicket_offset` is added to the wicket's)."""
     ckpts = [torch.load(p, map_location="cpu", weights_only=True) for p in paths]
     if any(c.get("CricketDataModule") != ckpts[0].get("CricketDataModule") for c in ckpts[1:]):
         raise CheckpointError(f"{paths}: ensemble members were fitted with different data encoders")
-    if temperature is not None:
+    if calibration is not None:
         for ckpt in ckpts:
-            ckpt["hyper_parameters"]["model"]["temperature"] = float(temperature)
+            for key in ("temperature", "wicket_offset"):
+                ckpt["hyper_parameters"]["model"][key] = float(calibration[key])
     final = ckpts[0]
     if len(ckpts) > 1:
         final["ensemble_members"] = [

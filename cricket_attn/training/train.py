@@ -36,7 +36,7 @@ from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import QUANTILE_STEPS
 from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
-from cricket_attn.metrics import PROB_COLUMNS, fit_temperature, probabilities, score, with_temperature
+from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 from cricket_attn.scoring.attention import log_attention
 from cricket_attn.scoring.checkpoints import load_model, save_final
@@ -275,8 +275,10 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             run.state["calibration"] = calibrate(dm, best_path)
             c = run.state["calibration"]
             log.info(
-                "calibration: temperature %.3f fitted on %s (val log loss %.4f before, %.4f after)",
+                "calibration: temperature %.3f, wicket offset %+.3f fitted on %s (val log loss %.4f before, "
+                "%.4f after)",
                 c["temperature"],
+                c["wicket_offset"],
                 val_seasons,
                 c["val_log_loss_before"],
                 c["val_log_loss_after"],
@@ -332,11 +334,11 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     if dm.tables is None:  # a run resumed past its last fit: the data, with the encoder as the final model's
         dm = hydra.utils.instantiate(cfg.data, refit=bool(cfg.refit and best_epoch))
         dm.setup("test")
-    temperature = run.state.get("calibration", {}).get("temperature")
-    if len(final) > 1 or (final and temperature is not None):
-        # One checkpoint: the final model(s), carrying the temperature fitted on validation.
-        out = Path(final[0]).parent / ("calibrated.ckpt" if temperature is not None else "ensemble.ckpt")
-        final = [str(save_final(final, temperature, out))]
+    calibration = run.state.get("calibration")
+    if len(final) > 1 or (final and calibration is not None):
+        # One checkpoint: the final model(s), carrying the calibration fitted on validation.
+        out = Path(final[0]).parent / ("calibrated.ckpt" if calibration is not None else "ensemble.ckpt")
+        final = [str(save_final(final, calibration, out))]
     results["checkpoint"] = final[0] if final else None
     # The test scores the final weights (with refit=false the best epoch's, not the last epoch's).
     model = load_model(results["checkpoint"])[0] if final else module.model
@@ -347,15 +349,17 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
 
 
 def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
-    """Temperature scaling: the selected model's validation-season predictions fix one temperature,
-    which the final model then uses. Returns it with the validation log loss before and after."""
+    """The selected model's validation-season predictions fix a temperature and a wicket offset
+    (`fit_calibration`), which the final model then uses. Returns them with the validation log loss before
+    and after."""
     module = load_checkpoint(checkpoint)[0]
     scored = score_deliveries(module.model, dm.encoder, dm.validation_deliveries, dm.eval_batch_size)
-    temperature = fit_temperature(scored)
+    temperature, wicket_offset = fit_calibration(scored)
     after = scored.copy()
-    after[list(PROB_COLUMNS)] = with_temperature(probabilities(scored), temperature)
+    after[list(PROB_COLUMNS)] = calibrated(probabilities(scored), temperature, wicket_offset)
     return {
         "temperature": temperature,
+        "wicket_offset": wicket_offset,
         "val_log_loss_before": score(scored)["log_loss"],
         "val_log_loss_after": score(after)["log_loss"],
     }

@@ -37,7 +37,7 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     assert abs(tested["test/loss"] - score(score_deliveries(module.model, dm.encoder, test))["log_loss"]) < 1e-5
 
 
-def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
+def test_final_model_carries_the_calibration_fitted_on_validation(tracked_run):
     from mlflow import MlflowClient
 
     from cricket_attn.training.lit_module import load_checkpoint
@@ -46,7 +46,9 @@ def test_final_model_carries_the_temperature_fitted_on_validation(tracked_run):
     assert Path(results["checkpoint"]).name == "calibrated.ckpt"
     module, _ = load_checkpoint(results["checkpoint"])
     assert module.model.cfg.temperature == pytest.approx(results["calibration/temperature"])
+    assert module.model.cfg.wicket_offset == pytest.approx(results["calibration/wicket_offset"])
     assert 0.5 <= results["calibration/temperature"] <= 2.0 and results["calibration/temperature"] != 1.0
+    assert results["calibration/wicket_offset"] != 0.0
     assert results["calibration/val_log_loss_after"] <= results["calibration/val_log_loss_before"]
     logged = MlflowClient(tracked_run["uri"]).get_run(tracked_run["run_id"]).data.metrics
     assert logged["calibration/temperature"] == pytest.approx(results["calibration/temperature"])
@@ -70,6 +72,7 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     model, _ = load_model(results["checkpoint"])
     assert isinstance(model, Ensemble) and len(model.members) == 2
     assert all(m.cfg.temperature == pytest.approx(results["calibration/temperature"]) for m in model.members)
+    assert all(m.cfg.wicket_offset == pytest.approx(results["calibration/wicket_offset"]) for m in model.members)
     # Each member is its own refit, from its own seed, for the epoch count chosen on validation.
     refits = [load_checkpoint(checkpoints / name / "last.ckpt") for name in ("refit", "refit2")]
     assert [ckpt["epoch"] + 1 for _, ckpt in refits] == [results["selection/epochs"]] * 2
