@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.laws import OUTCOMES
+from cricket_attn.laws import OUTCOME_INDEX, OUTCOMES
 
 PROB_COLUMNS = tuple(f"p_{name}" for name in OUTCOMES)  # p_dot, p_1, ..., p_bye, in class order
 KEY_COLUMNS = ("match_id", "innings", "delivery_index")
@@ -60,33 +60,39 @@ def score(frame: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-WICKET = OUTCOMES.index("wicket")
+def _calibrated_log(log_p: np.ndarray, temperature: float, wicket_offset: float) -> np.ndarray:
+    """log softmax(log p / T + the wicket offset on the wicket class)."""
+    z = log_p / temperature
+    z[:, OUTCOME_INDEX["wicket"]] += wicket_offset
+    z -= z.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
 def calibrated(p: np.ndarray, temperature: float, wicket_offset: float = 0.0) -> np.ndarray:
     """softmax(log p / T + the wicket offset on the wicket class): the same classes' order, sharper (T < 1)
-    or flatter (T > 1), and wickets likelier (offset > 0) or less likely."""
-    z = np.log(np.clip(p, 1e-15, 1.0)) / temperature
-    z[:, WICKET] += wicket_offset
-    z = np.exp(z - z.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
+    or flatter (T > 1), and wickets likelier (offset > 0) or less likely (the model's own calibration,
+    `CricketTransformer.forward`, on probabilities)."""
+    return np.exp(_calibrated_log(np.log(np.clip(p, 1e-15, 1.0)), temperature, wicket_offset))
 
 
-def fit_calibration(frame: pd.DataFrame, bounds: tuple[float, float] = (0.5, 2.0)) -> tuple[float, float]:
-    """The temperature T and the wicket offset that minimise the log loss of `calibrated` on these
-    deliveries: T fixes over- or under-confidence without reordering classes, the offset a model's share
-    of wickets (a ball model trained over many seasons drifts above the wickets of the next: the record)."""
+def fit_calibration(
+    frame: pd.DataFrame, wickets: bool = True, bounds: tuple[float, float] = (0.5, 2.0)
+) -> tuple[float, float]:
+    """The temperature T and (with `wickets`; else 0) the wicket offset that minimise the log loss of
+    `calibrated` on these deliveries: T fixes over- or under-confidence without reordering classes, the
+    offset a model's share of wickets (a ball model trained over many seasons drifts above the wickets of
+    the next: the record)."""
     from scipy.optimize import minimize
 
     y, log_p = labels_of(frame), np.log(np.clip(probabilities(frame), 1e-15, 1.0))
+    rows = np.arange(len(y))
 
     def loss(x: np.ndarray) -> float:
-        z = log_p / x[0]
-        z[:, WICKET] += x[1]
-        z -= z.max(axis=1, keepdims=True)
-        return float(-np.mean(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))))
+        return float(-np.mean(_calibrated_log(log_p, x[0], x[1])[rows, y]))
 
-    fitted = minimize(loss, np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[bounds, (-2.0, 2.0)])
+    fitted = minimize(
+        loss, np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[bounds, (-2.0, 2.0) if wickets else (0.0, 0.0)]
+    )
     return float(fitted.x[0]), float(fitted.x[1])
 
 

@@ -110,6 +110,7 @@ class ModelConfig:
             ("numeric_bins", lambda: not bins or self.numeric_bins >= 1 and (len(q[0]) - 1) % self.numeric_bins == 0,
              "at least 1, dividing the quantile steps"),
             ("temperature", lambda: self.temperature > 0, "positive"),
+            ("wicket_offset", lambda: math.isfinite(self.wicket_offset), "a finite number"),
             ("dropout", lambda: 0 <= self.dropout < 1, "in [0, 1)"),
             ("entity_dropout", lambda: 0 <= self.entity_dropout < 1, "in [0, 1)"),
         )  # fmt: skip

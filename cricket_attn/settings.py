@@ -156,6 +156,7 @@ TRAIN: tuple[Setting, ...] = (
     ("seed", "int", *SEED),
     ("refit", "bool", *ANY),
     ("calibrate", "bool", *ANY),
+    ("calibrate_wickets", "bool", *ANY),
     ("ensemble", "int", *at_least(1)),
     ("progress", "str", *one_of(*MODES)),
     ("resume", "str?", *ANY),

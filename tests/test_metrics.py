@@ -1,4 +1,4 @@
-"""Shared metrics: temperature scaling recovers a known miscalibration."""
+"""Shared metrics: the calibration (a temperature and a wicket offset) recovers a known miscalibration."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cricket_attn.laws import OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS, WICKET, binary_ece, calibrated, fit_calibration, score
+from cricket_attn.laws import OUTCOME_INDEX, OUTCOMES
+from cricket_attn.metrics import PROB_COLUMNS, binary_ece, calibrated, fit_calibration, score
 
 
 def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
@@ -27,7 +27,7 @@ def test_fit_calibration_recovers_a_known_miscalibration(true_temperature, true_
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     labels = (p.cumsum(axis=1) < rng.random((len(p), 1))).sum(axis=1)
     reported = logits * true_temperature
-    reported[:, WICKET] -= true_offset * true_temperature
+    reported[:, OUTCOME_INDEX["wicket"]] -= true_offset * true_temperature
     frame = scored_frame(reported, labels)
     temperature, offset = fit_calibration(frame)
     assert temperature == pytest.approx(true_temperature, rel=0.03)
@@ -37,6 +37,11 @@ def test_fit_calibration_recovers_a_known_miscalibration(true_temperature, true_
     truth = scored_frame(logits, labels)
     assert np.abs(rescaled[list(PROB_COLUMNS)].to_numpy() - truth[list(PROB_COLUMNS)].to_numpy()).max() < 0.02
     assert score(rescaled)["log_loss"] <= score(frame)["log_loss"] + 1e-12
+    # Without the wicket offset (calibrate_wickets=false): the temperature alone.
+    alone, none = fit_calibration(frame, wickets=False)
+    assert none == 0.0
+    if true_offset == 0.0:
+        assert alone == pytest.approx(temperature, rel=0.01)
 
 
 def test_binary_ece_of_a_calibrated_and_a_biased_forecast():

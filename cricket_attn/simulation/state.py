@@ -40,7 +40,7 @@ class Delivery:
     runs_noballs: torch.Tensor
     runs_other: torch.Tensor  # byes, leg-byes and penalty runs
     wickets: torch.Tensor  # team wickets (a retirement hurt is not one)
-    bowler_wicket: torch.Tensor  # bool: credited to the bowler (not a run out)
+    bowler_wicket: torch.Tensor  # bool: credited to the bowler (laws.bowler_wickets)
     striker_out: torch.Tensor  # bool: the striker left (out or retired)
     non_striker_out: torch.Tensor  # bool
     ran: torch.Tensor  # runs physically run: an odd number swaps the batters

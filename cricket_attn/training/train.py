@@ -272,7 +272,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             f"{run.state['selection_best_val']:.4f}" if run.state["selection_best_val"] is not None else "none",
         )
         if cfg.calibrate and best_path:
-            run.state["calibration"] = calibrate(dm, best_path)
+            run.state["calibration"] = calibrate(dm, best_path, cfg.calibrate_wickets)
             c = run.state["calibration"]
             log.info(
                 "calibration: temperature %.3f, wicket offset %+.3f fitted on %s (val log loss %.4f before, "
@@ -348,13 +348,13 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     return results
 
 
-def calibrate(dm: CricketDataModule, checkpoint: str) -> dict:
-    """The selected model's validation-season predictions fix a temperature and a wicket offset
-    (`fit_calibration`), which the final model then uses. Returns them with the validation log loss before
-    and after."""
+def calibrate(dm: CricketDataModule, checkpoint: str, wickets: bool) -> dict:
+    """The selected model's validation-season predictions fix a temperature and (with `wickets`) a wicket
+    offset (`fit_calibration`), which the final model then uses. Returns them with the validation log loss
+    before and after."""
     module = load_checkpoint(checkpoint)[0]
     scored = score_deliveries(module.model, dm.encoder, dm.validation_deliveries, dm.eval_batch_size)
-    temperature, wicket_offset = fit_calibration(scored)
+    temperature, wicket_offset = fit_calibration(scored, wickets)
     after = scored.copy()
     after[list(PROB_COLUMNS)] = calibrated(probabilities(scored), temperature, wicket_offset)
     return {
@@ -529,7 +529,7 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float:
-    """Returns the selection stage's validation log loss, after the temperature the final model gets
+    """Returns the selection stage's validation log loss, after the calibration the final model gets
     (`calibrate=true`), else its best: what a sweeper (Optuna) minimises. Never the test's, so a
     search cannot choose its settings on the test seasons."""
     try:

@@ -262,9 +262,9 @@ def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
     within = split_half(balls, seasons, args.min_balls_reliability, args.boot, args.seed)
     text = "\n\n".join(
         [
-            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: per ball, "
-            "runs_value with wickets priced in runs; raw: strike rate or economy; r: Pearson, 95% intervals "
-            "resampling players):",
+            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: the measure, per "
+            "100 balls (runs_value: with wickets priced in runs); raw: strike rate or economy; r: Pearson, 95% "
+            "intervals resampling players):",
             markdown_table(across[["role", "value", "seasons", *columns]], 3),
             "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
             markdown_table(within[["role", "value", "season", *columns, "value_full", "raw_full"]], 3),

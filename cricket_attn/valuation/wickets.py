@@ -5,12 +5,16 @@ The runs still to come from a state (legal balls left `b`, wickets down `w`) tak
 Z * F(w) * (1 - exp(-k b / F(w))): with few balls left a side scores at the same rate whatever its wickets
 (k Z runs a ball), with many it is held back by the wickets it has left (F(0) = 1, falling with each
 wicket down, F(10) = 0: all out). Fitted by least squares (scipy) on every ball of the first innings of the
-training seasons against the runs its innings still made; eleven numbers, so no state is too rare to have a
-price (a table of means has five 30-balls-left, six-down innings in a season). The cost of a wicket is
-never below zero: more wickets down never leave more runs to come.
+training seasons against the runs its innings still made (not an innings stopped short of its overs with
+wickets in hand: rain or a reduced match, whose balls left are not what its batters had); eleven numbers, so
+no state is too rare to have a price (a table of means has five 30-balls-left, six-down innings in a
+season). The cost of a wicket is never below zero: more wickets down never leave more runs to come. In a
+chase the runs to come are worth no more than the runs still needed: a wicket with six to get costs at most
+six.
 
-IPL 2008-2023 (126,125 balls): the first wicket of an innings costs 10.6 runs, the fourth after ten overs
-10.0, the sixth with five overs left 6.3, any wicket off the last ball nothing.
+IPL 2008-2023 (1,002 first innings played out, 124,163 balls): the first wicket of an innings costs 10.9
+runs, the fourth after ten overs 9.7, the sixth with five overs left 5.8, any wicket off the last ball
+nothing.
 """
 
 from __future__ import annotations
@@ -45,10 +49,24 @@ class WicketCost:
             raise ValueError("no first innings among the deliveries to learn what a wicket costs from")
         d = d.reset_index(drop=True)
         state = _state(d)
-        total = d.groupby(["match_id", "innings"], sort=False, observed=True)["runs_total"].transform("sum")
-        to_come = (total - state["runs_before"]).to_numpy(np.float64)
-        balls = state["balls_left"].to_numpy(np.float64)
-        down = state["wickets_before"].to_numpy(np.int64).clip(0, MAX_WICKETS)
+        innings = d.groupby(["match_id", "innings"], sort=False, observed=True)
+        total = innings["runs_total"].transform("sum")
+        # An innings that ended with balls and wickets to spare was stopped, not played out.
+        last = innings.cumcount(ascending=False).eq(0).to_numpy()
+        spare = (state["balls_left"] - d["is_legal"].astype(np.int64) > 0) & (
+            state["wickets_before"] + d["wicket_count"] < MAX_WICKETS
+        )
+        stopped = (
+            pd.Series(last & spare.to_numpy(), index=d.index)
+            .groupby([d["match_id"], d["innings"]], sort=False, observed=True)
+            .transform("any")
+            .to_numpy()
+        )
+        to_come = (total - state["runs_before"]).to_numpy(np.float64)[~stopped]
+        balls = state["balls_left"].to_numpy(np.float64)[~stopped]
+        down = state["wickets_before"].to_numpy(np.int64).clip(0, MAX_WICKETS)[~stopped]
+        if not len(to_come):
+            raise ValueError("no first innings played out among the deliveries to learn what a wicket costs from")
         start = np.r_[to_come.mean() * 1.5, 1.0 / balls.max(initial=1.0), np.full(MAX_WICKETS - 1, 0.8)]
         # F(w) as the product of the first w ratios, each in [0, 1]: never rising with a wicket down.
         fitted = least_squares(
@@ -70,11 +88,15 @@ class WicketCost:
 
     def cost(self, d: pd.DataFrame) -> np.ndarray:
         """(N,) what a wicket off each delivery of `d` (regular innings, in play order) costs its side: the
-        runs to come after the ball with as many wickets down as before it, minus with one more."""
+        runs to come after the ball with as many wickets down as before it, minus with one more; in a chase
+        each held to the runs still needed after the ball."""
         state = _state(d)
         after = (state["balls_left"] - d["is_legal"].astype(np.int64).to_numpy()).clip(lower=0).to_numpy()
         down = state["wickets_before"].to_numpy(np.int64)
-        return self.runs_to_come(after, down) - self.runs_to_come(after, down + 1)
+        needed = (state["runs_needed"] - d["runs_total"].to_numpy()).clip(lower=0).to_numpy(np.float64)
+        cap = np.where(state["is_chase"].to_numpy() > 0, needed, np.inf)
+        held = [np.minimum(self.runs_to_come(after, w), cap) for w in (down, down + 1)]
+        return np.maximum(held[0] - held[1], 0.0)  # (equal F's differ in their last bits)
 
     def to_dict(self) -> dict:
         return {"z": self.z, "k": self.k, "f": list(self.f)}

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from cricket_attn.data.deliveries import class_frequencies
+from cricket_attn.data.features import match_state
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, ModelConfig
@@ -162,21 +163,37 @@ def test_a_wicket_costs_what_the_innings_could_still_make(deliveries):
     # From the first ball, with every wicket left: about what the fixtures' first innings made.
     start = cost.runs_to_come(np.array([120]), np.array([0]))[0]
     assert abs(start - totals.mean()) < 0.1 * totals.mean()
-    # Fewer runs to come with each wicket down, none all out, none with no ball left.
+    # Fewer runs to come with each wicket down, none all out.
     by_wicket = cost.runs_to_come(np.full(11, 60), np.arange(11))
     assert (np.diff(by_wicket) < 0).all() and by_wicket[-1] == 0
-    assert cost.runs_to_come(np.zeros(10), np.arange(10)).max() == 0
-    # A wicket off an innings' last legal ball costs nothing; early in an innings it costs several runs.
     regular = train.reset_index(drop=True)
     per_ball = cost.cost(regular)
-    last = (
-        regular.groupby(["match_id", "innings"])["legal_ball_index"].transform("max").eq(regular["legal_ball_index"])
-        & regular["is_legal"].astype(bool)
-        & regular["legal_ball_index"].eq(119)
-    )
-    assert last.any() and np.abs(per_ball[last.to_numpy()]).max() < 1e-9
-    early = (regular["legal_ball_index"] < 12).to_numpy()
-    assert np.median(per_ball[early]) > 5  # (not all: a match cut to five overs has few balls to lose)
+    assert (per_ball >= 0).all()
+    # A wicket off a first innings' last legal ball costs nothing; early in one it costs several runs.
+    ball = regular["legal_ball_index"]
+    is_first, legal = regular["innings"].eq(1).to_numpy(), regular["is_legal"].astype(bool).to_numpy()
+    last = (is_first & legal & ball.eq(119).to_numpy()) & regular["outcome"].ne("wide").to_numpy()
+    assert last.any() and np.abs(per_ball[last]).max() < 1e-9
+    assert np.median(per_ball[is_first & (ball < 12).to_numpy()]) > 5
+    # In a chase a wicket costs no more than the runs still needed after the ball.
+    state = match_state(regular.assign(outcome=pd.Categorical(regular["outcome"].astype(object), OUTCOMES)))
+    needed = (state["runs_needed"] - regular["runs_total"]).clip(lower=0).to_numpy()
+    chase = state["is_chase"].to_numpy() > 0
+    assert chase.any() and (per_ball[chase] <= needed[chase] + 1e-9).all()
+    close = chase & (needed <= 6) & (state["balls_left"].to_numpy() > 24)
+    assert close.any() and per_ball[close].max() <= 6
+
+
+def test_an_innings_stopped_short_does_not_price_a_wicket(deliveries):
+    """A first innings that ended with balls and wickets in hand (a match cut by rain) is left out of the fit."""
+    train = deliveries[(deliveries["season"] <= 2023) & ~deliveries["is_super_over"]]
+    first = train[train["innings"] == 1]
+    by_innings = first.groupby("match_id").agg(balls=("is_legal", "sum"), wickets=("wicket_count", "sum"))
+    stopped = by_innings.index[(by_innings["balls"] < 120) & (by_innings["wickets"] < 10)]
+    assert len(stopped) >= 1  # the fixtures' no-result match
+    assert WicketCost.fit(train) == WicketCost.fit(train[~train["match_id"].isin(stopped)])
+    played_out = by_innings.index.difference(stopped)
+    assert WicketCost.fit(train) != WicketCost.fit(train[train["match_id"] != played_out[0]])
 
 
 def test_no_first_innings_no_price_of_a_wicket(deliveries):
