@@ -57,9 +57,9 @@ def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def bowler_wickets(d: pd.DataFrame) -> np.ndarray:
     """Whether each delivery's wicket is the bowler's: one of the Laws' bowler's dismissals (a delivery with two,
     "bowled;retired hurt", counts if either is)."""
-    kinds = d["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
-    credited = np.array([not BOWLERS_DISMISSALS.isdisjoint(k) for k in kinds], dtype=bool)
-    return d["outcome"].eq("wicket").to_numpy() & credited
+    kinds = d["wicket_kind"].astype(object).fillna("").astype(str)
+    credited = {k: not BOWLERS_DISMISSALS.isdisjoint(k.split(";")) for k in kinds.unique()}  # a few kinds
+    return d["outcome"].eq("wicket").to_numpy() & kinds.map(credited).to_numpy(dtype=bool)
 
 
 def crease_after(d: pd.DataFrame, incoming: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
