@@ -28,6 +28,12 @@ NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
 BOWLERS_DISMISSALS = frozenset({"bowled", "caught", "caught and bowled", "lbw", "stumped", "hit wicket"})
 
 
+def outcome_codes(d: pd.DataFrame) -> np.ndarray:
+    """Each delivery's outcome class (its index in OUTCOMES), whether the table holds the outcome as a
+    category or (joined with an archive) as text."""
+    return pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+
+
 def runs_ran(d: pd.DataFrame) -> np.ndarray:
     """Runs the batters physically ran on each delivery: boundaries and the one-run penalty of a wide or
     no-ball are not run; byes, leg-byes and runs off wides and no-balls are."""

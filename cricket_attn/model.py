@@ -476,8 +476,7 @@ class CricketTransformer(nn.Module):
         logits = self.head(self.ln_f(x))
         if self.training:
             return logits
-        logits = logits / self.cfg.temperature
-        return logits + self.calibration_shift if self.cfg.wicket_offset else logits
+        return logits / self.cfg.temperature + self.calibration_shift
 
 
 class Ensemble(nn.Module):

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets
+from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, outcome_codes
 
 RATE_COLUMNS = ("batter", "bowler", "venue", "competition")  # whose outcome rates the models get
 OUT_OF_FOLD = ("batter", "bowler", "venue")  # whose rates a training ball gets from other matches only
@@ -162,7 +162,7 @@ def match_state(d: pd.DataFrame, last_season: int | None = None) -> pd.DataFrame
     """Pre-ball match state of every delivery (columns STATE_COLUMNS): each delivery's counts
     (`ball_counts`) summed over the earlier deliveries of its innings, then `state_matrix`."""
     inn = innings_key(d)
-    code = d["outcome"].cat.codes.to_numpy()
+    code = outcome_codes(d)
     adds = ball_counts(
         code,
         d["runs_total"].to_numpy(np.int64),
@@ -235,7 +235,7 @@ class OutcomeRates:
         return d[self.column].astype(str).to_numpy() if self.by_name else entity_key(d, self.column)
 
     def fit(self, d: pd.DataFrame) -> OutcomeRates:
-        codes = d["outcome"].cat.codes.to_numpy()
+        codes = outcome_codes(d)
         keys = self.keys(d)
         table = pd.crosstab(keys, codes).reindex(columns=range(N_OUTCOMES), fill_value=0)
         self.counts = table.astype(np.float64)

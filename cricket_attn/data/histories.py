@@ -16,7 +16,7 @@ import pandas as pd
 
 from cricket_attn.data.deliveries import PHASES
 from cricket_attn.data.features import entity_key
-from cricket_attn.laws import OUTCOMES
+from cricket_attn.laws import outcome_codes
 
 ROLES = ("batter", "bowler")
 # Each history ball carries (`HistoryStore.tokens`): its outcome class, who was at the other end of it
@@ -53,7 +53,7 @@ class HistoryStore:
         order = np.lexsort((np.arange(len(d)), day, codes))
         opponent = ROLES[1 - ROLES.index(role)]
         tokens = {
-            "outcome": pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes[order].astype(np.int64),
+            "outcome": outcome_codes(d)[order].astype(np.int64),
             "opponent": entity_key(d, opponent)[order],
             "opponent_name": d[opponent].astype(str).to_numpy(dtype=object)[order],  # for encoders keyed by name
             "phase": pd.Categorical(d["phase"].astype(object), PHASES).codes[order].astype(np.int64),

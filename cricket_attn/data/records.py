@@ -22,7 +22,7 @@ import pandas as pd
 from cricket_attn.data.deliveries import PHASES
 from cricket_attn.data.features import RATE_COLUMNS, entity_key, match_state
 from cricket_attn.data.histories import days
-from cricket_attn.laws import N_OUTCOMES, OUTCOMES
+from cricket_attn.laws import N_OUTCOMES, outcome_codes
 
 ROLES = ("batter", "bowler", "venue", "competition")  # whose records the book keeps
 # What a ball reads of each (`RecordBook.block`): a player his career and recent observed-over-expected by
@@ -130,7 +130,7 @@ class RecordBook:
         self.first_day = int(day.min())
         # The outcome as its class code, whether the table holds it as a category or (joined with an
         # archive, `known_deliveries`) as text.
-        observed = np.eye(N_OUTCOMES)[pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes]
+        observed = np.eye(N_OUTCOMES)[outcome_codes(d)]
         phase = pd.Categorical(d["phase"].astype(object), PHASES).codes.astype(np.int64)
         competition = entity_key(d, "competition")
         # The competition's mix by phase and the pool's by phase, as running sums of outcome counts.

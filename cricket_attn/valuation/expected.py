@@ -30,7 +30,7 @@ import torch
 
 from cricket_attn.data.features import ball_counts
 from cricket_attn.data.sequences import BallSequences, SequenceEncoder
-from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed
+from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed, outcome_codes
 from cricket_attn.scoring.probabilities import sequence_probabilities
 from cricket_attn.scoring.serving import TrainedModel
 from cricket_attn.valuation.wickets import WicketCost
@@ -50,7 +50,7 @@ BALL_COLUMNS = (
 def counted(d: pd.DataFrame) -> dict:
     """What each delivery of `d` adds to the running counts (`ball_counts`, the match state's rule): among
     them `faced` (not a wide, even when a wicket fell off it), `conceded` and the bowler's wicket."""
-    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+    code = outcome_codes(d)
     return ball_counts(
         code, d["runs_total"].to_numpy(), d["runs_batter"].to_numpy(), d["runs_wides"].to_numpy(),
         d["runs_noballs"].to_numpy(), bowler_wickets(d),
@@ -61,7 +61,7 @@ def what_happened(d: pd.DataFrame) -> pd.DataFrame:
     """QUANTITIES for each delivery of `d`, as floats, and `faced` (`counted`)."""
     counts = counted(d)
     striker_out, _ = dismissed(d)
-    code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+    code = outcome_codes(d)
     return pd.DataFrame(
         {
             "runs": d["runs_batter"].to_numpy(dtype=np.float64),
@@ -86,7 +86,7 @@ class ClassValues:
     @classmethod
     def fit(cls, deliveries: pd.DataFrame) -> ClassValues:
         d = deliveries[~deliveries["is_super_over"].astype(bool)]
-        code = pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+        code = outcome_codes(d)
         happened = what_happened(d)
         counts = np.bincount(code, minlength=N_OUTCOMES)
         if (counts == 0).any():

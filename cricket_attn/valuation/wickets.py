@@ -26,11 +26,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from cricket_attn.data.features import match_state
-from cricket_attn.laws import MAX_WICKETS, OUTCOMES
-
-
-def _state(d: pd.DataFrame) -> pd.DataFrame:
-    return match_state(d.assign(outcome=pd.Categorical(d["outcome"].astype(object), OUTCOMES)))
+from cricket_attn.laws import MAX_WICKETS
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class WicketCost:
         if d.empty:
             raise ValueError("no first innings among the deliveries to learn what a wicket costs from")
         d = d.reset_index(drop=True)
-        state = _state(d)
+        state = match_state(d)
         innings = d.groupby(["match_id", "innings"], sort=False, observed=True)
         total = innings["runs_total"].transform("sum")
         # An innings that ended with balls and wickets to spare was stopped, not played out.
@@ -90,7 +86,7 @@ class WicketCost:
         """(N,) what a wicket off each delivery of `d` (regular innings, in play order) costs its side: the
         runs to come after the ball with as many wickets down as before it, minus with one more; in a chase
         each held to the runs still needed after the ball."""
-        state = _state(d)
+        state = match_state(d)
         after = (state["balls_left"] - d["is_legal"].astype(np.int64).to_numpy()).clip(lower=0).to_numpy()
         down = state["wickets_before"].to_numpy(np.int64)
         needed = (state["runs_needed"] - d["runs_total"].to_numpy()).clip(lower=0).to_numpy(np.float64)

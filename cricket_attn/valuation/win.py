@@ -21,7 +21,7 @@ import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from cricket_attn.data.features import match_state
-from cricket_attn.laws import OUTCOMES, batting_side_won
+from cricket_attn.laws import batting_side_won
 
 # The match state alone: no season (a result is the same for every ball of a match, and trees given the
 # season and the target learn the matches by heart: 2024's chases at Brier 0.24 against 0.12 without it).
@@ -34,9 +34,7 @@ MIN_LEAF = 10_000
 
 
 def win_features(d: pd.DataFrame) -> np.ndarray:
-    """(N, len(WIN_FEATURES)) the state before each delivery of `d` (regular innings), whether the table holds
-    the outcome as a category or (joined with an archive, `known_deliveries`) as text."""
-    d = d.assign(outcome=pd.Categorical(d["outcome"].astype(object), OUTCOMES))
+    """(N, len(WIN_FEATURES)) the state before each delivery of `d` (regular innings)."""
     return match_state(d)[list(WIN_FEATURES)].to_numpy(dtype=np.float64)
 
 
