@@ -26,7 +26,7 @@ from typing import Any
 
 import mlflow
 import pandas as pd
-from mlflow.entities import DatasetInput, InputTag, LoggedModelStatus
+from mlflow.entities import DatasetInput, InputTag
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 from mlflow.tracking import MlflowClient
@@ -345,16 +345,16 @@ def read_run_file(folder: str | Path) -> dict[str, Any]:
     return info
 
 
-def drop_unfinished_models(uri: str, run_id: str, name: str) -> list[str]:
-    """Delete the run's logged models called `name` that never became READY (a kill or a failure while one was
-    logged leaves it PENDING or FAILED), so a resumed run logs its model once. Returns their ids."""
+def drop_earlier_models(uri: str, run_id: str, name: str) -> list[str]:
+    """Delete the run's logged models called `name`, so a run holds one, the last logged: an earlier attempt
+    leaves one PENDING or FAILED if killed while it was logged, or READY if it ended with the selection stage
+    alone and was then continued to its refit (`resume=... refit=true`). Returns their ids."""
     client = MlflowClient(uri)
     experiment = client.get_run(run_id).info.experiment_id
     found = client.search_logged_models([experiment], f"source_run_id = '{run_id}' AND name = '{name}'")
-    dropped = [m.model_id for m in found if m.status != LoggedModelStatus.READY]
-    for model_id in dropped:
-        client.delete_logged_model(model_id)
-    return dropped
+    for model in found:
+        client.delete_logged_model(model.model_id)
+    return [m.model_id for m in found]
 
 
 def end_run(uri: str, run_id: str, status: str) -> None:

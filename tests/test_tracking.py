@@ -15,9 +15,11 @@ from pathlib import Path
 import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
 
 from cricket_attn.data.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.model import ConfigError
 from cricket_attn.tracking import TrackingError, check_tracking_uri, start_run, system_metrics
 from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
@@ -165,6 +167,45 @@ def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypat
     assert len(load_model(again["checkpoint"])[0].members) == 2
     runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
     assert [r.info.status for r in runs] == ["FINISHED"]
+
+
+def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
+    """Try a recipe on the validation season alone (refit=false), then finish the one worth it: `resume=...
+    refit=true` trains the refit members for the epochs already chosen, in the same MLflow run, which ends
+    with one model, the refit's, and says it was continued; other settings stay fixed."""
+    import cricket_attn.training.train as train_module
+    from cricket_attn.scoring.checkpoints import load_model
+
+    overrides = ("ensemble=2", "data.teacher=null")
+    first = train(tiny_train_config(tmp_path, *overrides, "refit=false"))
+    selection = sorted((tmp_path / "run" / "checkpoints").glob("*.ckpt"))
+    written = {p: p.stat().st_mtime_ns for p in selection}
+    real, calls = train_module.fit_stage, []
+
+    def recorded(*args, **kwargs):
+        calls.append(args[4] if len(args) > 4 else kwargs.get("stage"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "fit_stage", recorded)
+    again = train(tiny_train_config(tmp_path, *overrides, "refit=true", f"resume={tmp_path / 'run'}"))
+    assert [c for c in calls if c != "selection"] == ["refit 1/2", "refit 2/2"]
+    assert {p: p.stat().st_mtime_ns for p in selection} == written  # the selection stage is not trained again
+    assert again["selection/epochs"] == first["selection/epochs"] and again["mlflow_run_id"] == first["mlflow_run_id"]
+    assert "refit" in again["checkpoint"] and len(load_model(again["checkpoint"])[0].members) == 2
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(first["mlflow_run_id"])
+    assert run.data.tags["refit_continued"] == "true" and run.info.status == "FINISHED"
+    assert run.data.metrics["test/log_loss"] == pytest.approx(again["test/log_loss"])
+    assert again["test/log_loss"] != first["test/log_loss"]
+    assert [m.source_run_id for m in client.search_logged_models(["1"])] == [first["mlflow_run_id"]]
+    saved = OmegaConf.create({"refit": False, "model": {"d_model": 8}})
+    (tmp_path / "saved" / ".hydra").mkdir(parents=True)
+    OmegaConf.save(saved, tmp_path / "saved" / ".hydra" / "config.yaml")
+    resumed = OmegaConf.create({"resume": str(tmp_path / "saved")})
+    assert train_module.resume_config(resumed, ["refit=true"]).refit is True
+    with pytest.raises(ConfigError, match="refit cannot change"):  # once refitted, a run stays so
+        OmegaConf.save(OmegaConf.merge(saved, {"refit": True}), tmp_path / "saved" / ".hydra" / "config.yaml")
+        train_module.resume_config(resumed, ["refit=false"])
 
 
 def test_a_kill_while_the_model_is_logged_leaves_one_ready_model_after_resume(tmp_path, monkeypatch):

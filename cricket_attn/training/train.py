@@ -101,7 +101,11 @@ def open_run(cfg: DictConfig) -> Run:
         run = Run(cfg, folder, state)
         if run.tracked:
             tracking.check_tracking_uri(run.uri)
-            tracking.MlflowClient(run.uri).update_run(run.run_id, status="RUNNING")
+            client = tracking.MlflowClient(run.uri)
+            client.update_run(run.run_id, status="RUNNING")
+            if cfg.refit and client.get_run(run.run_id).data.params.get("refit") == "False":
+                log.info("resume: the run chose its epochs with refit=false; it continues to its refit")
+                client.set_tag(run.run_id, "refit_continued", "true")  # its params say refit=False
         return run
     folder = Path(cfg.paths.output_dir)
     run = Run(cfg, folder)
@@ -406,8 +410,8 @@ def report(
             from cricket_attn.scoring.serving import log_model
 
             log.info("MLflow: logging the final model as the run's `model`")
-            for model_id in tracking.drop_unfinished_models(run.uri, run.run_id, "model"):  # once, on a resume
-                log.info("MLflow: deleted the model %s left unfinished by the killed attempt", model_id)
+            for model_id in tracking.drop_earlier_models(run.uri, run.run_id, "model"):  # on a resume
+                log.info("MLflow: deleted the model %s an earlier attempt of this run logged", model_id)
             first = test["match_id"].iloc[0] if len(test) else None
             example = test[test["match_id"] == first] if first is not None else dm.tables.deliveries.head(50)
             example_scored = score_deliveries(model, dm.encoder, example, dm.eval_batch_size)
@@ -497,7 +501,8 @@ def train(cfg: DictConfig) -> dict:
 
 
 # What a resumed run may not change: they fix the model's shape, the data and its split, and what the
-# protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may.
+# protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may, and
+# a run of the selection stage alone (refit=false) may be continued to its refit with refit=true.
 FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.", "init_from")
 
 
@@ -515,6 +520,8 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     given = [o for o in overrides if not o.lstrip("+~").startswith(("resume=", "hydra."))]
     for override in given:
         key = override.lstrip("+~").split("=", 1)[0]
+        if key == "refit" and not run_cfg.get("refit") and OmegaConf.from_dotlist([override]).get("refit") is True:
+            continue  # a run of the selection stage alone, continued to its refit (it chose what the refit needs)
         if key.startswith(FIXED_ON_RESUME) or key in (k.rstrip(".") for k in FIXED_ON_RESUME):
             raise ConfigError(
                 f"resume: {key} cannot change in a resumed run (it fixes the model, the data, the "
