@@ -79,16 +79,14 @@ def test_pooled_sources_keep_one_copy_of_each_match_from_the_first_source(phases
     assert [s.reason for s in again.duplicates] == [s.reason for s in tables.duplicates]
 
 
-def test_the_t20_config_is_the_ipl_config_with_both_sources_a_two_fold_teacher_histories_and_rates():
+def test_the_t20_config_is_the_ipl_config_with_both_sources_and_a_two_fold_teacher():
     ipl, t20 = load_data_config("ipl"), load_data_config("t20")
     assert list(t20.sources) == ["embedded", "../shared/data/t20s_male_json.zip"]
     assert t20.teacher.folds == 2 and ipl.teacher.folds == 5
-    assert t20.history_balls == 128 and ipl.history_balls == 0
     plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "sources"}
-    # The pooled recipe as measured: embeddings and career rates, not (yet) records as of the day.
-    assert ipl.records is not None and ipl.min_count is None and t20.records is None and t20.min_count == 50
-    pooled = {"teacher": {**plain(ipl)["teacher"], "folds": 2}, "history_balls": 128, "records": None, "min_count": 50}
-    assert plain(t20) == {**plain(ipl), **pooled}
+    # The pooled recipe as measured: records as of the day, no embedding of a player, no histories.
+    assert t20.records is not None and t20.min_count is None and t20.history_balls == 0
+    assert plain(t20) == {**plain(ipl), "teacher": {**plain(ipl)["teacher"], "folds": 2}}
     resolved = sources.configured_sources(t20.sources)
     assert resolved[0] == "embedded" and Path(resolved[1]).is_absolute() and ".." not in resolved[1]
 
