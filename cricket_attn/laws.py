@@ -31,7 +31,10 @@ BOWLERS_DISMISSALS = frozenset({"bowled", "caught", "caught and bowled", "lbw", 
 def outcome_codes(d: pd.DataFrame) -> np.ndarray:
     """Each delivery's outcome class (its index in OUTCOMES), whether the table holds the outcome as a
     category or (joined with an archive) as text."""
-    return pd.Categorical(d["outcome"].astype(object), OUTCOMES).codes
+    outcome = d["outcome"]
+    if isinstance(outcome.dtype, pd.CategoricalDtype) and tuple(outcome.cat.categories) == OUTCOMES:
+        return outcome.cat.codes.to_numpy()  # the table's own codes: no pass over millions of strings
+    return pd.Categorical(outcome.astype(object), OUTCOMES).codes
 
 
 def runs_ran(d: pd.DataFrame) -> np.ndarray:
