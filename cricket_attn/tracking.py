@@ -348,13 +348,18 @@ def read_run_file(folder: str | Path) -> dict[str, Any]:
 def drop_earlier_models(uri: str, run_id: str, name: str) -> list[str]:
     """Delete the run's logged models called `name`, so a run holds one, the last logged: an earlier attempt
     leaves one PENDING or FAILED if killed while it was logged, or READY if it ended with the selection stage
-    alone and was then continued to its refit (`resume=... refit=true`). Returns their ids."""
+    alone and was then continued to its refit (`resume=... refit=true`). A model a registered version points
+    to stays: the registry's users hold it. Returns the ids deleted."""
     client = MlflowClient(uri)
     experiment = client.get_run(run_id).info.experiment_id
     found = client.search_logged_models([experiment], f"source_run_id = '{run_id}' AND name = '{name}'")
-    for model in found:
-        client.delete_logged_model(model.model_id)
-    return [m.model_id for m in found]
+    # A version names its model in `source` ("models:/<id>"); its `model_id` is empty on a SQL store.
+    versions = client.search_model_versions(f"run_id = '{run_id}'")
+    registered = {v.model_id or v.source.removeprefix("models:/") for v in versions}
+    dropped = [m.model_id for m in found if m.model_id not in registered]
+    for model_id in dropped:
+        client.delete_logged_model(model_id)
+    return dropped
 
 
 def end_run(uri: str, run_id: str, status: str) -> None:

@@ -195,6 +195,7 @@ def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     run = client.get_run(first["mlflow_run_id"])
     assert run.data.tags["refit_continued"] == "true" and run.info.status == "FINISHED"
+    assert run.info.run_name.endswith(" (refit continued)")
     assert run.data.metrics["test/log_loss"] == pytest.approx(again["test/log_loss"])
     assert again["test/log_loss"] != first["test/log_loss"]
     assert [m.source_run_id for m in client.search_logged_models(["1"])] == [first["mlflow_run_id"]]
@@ -206,6 +207,22 @@ def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="refit cannot change"):  # once refitted, a run stays so
         OmegaConf.save(OmegaConf.merge(saved, {"refit": True}), tmp_path / "saved" / ".hydra" / "config.yaml")
         train_module.resume_config(resumed, ["refit=false"])
+
+
+def test_a_registered_selection_model_survives_its_runs_refit(tmp_path):
+    """A selection-only run whose model a user registered, then continued to its refit: the registered
+    version keeps its model (it is not the run's to delete) and the refit's model is the next version."""
+    from mlflow.entities import LoggedModelStatus
+
+    overrides = ("ensemble=1", "trainer.max_epochs=1", "data.teacher=null", "mlflow.registered_model_name=ball")
+    first = train(tiny_train_config(tmp_path, *overrides, "refit=false"))
+    train(tiny_train_config(tmp_path, *overrides, "refit=true", f"resume={tmp_path / 'run'}"))
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    versions = sorted(client.search_model_versions("name = 'ball'"), key=lambda v: int(v.version))
+    assert [int(v.version) for v in versions] == [1, 2] and {v.run_id for v in versions} == {first["mlflow_run_id"]}
+    models = {m.model_id: m for m in client.search_logged_models(["1"])}
+    assert set(models) == {v.source.removeprefix("models:/") for v in versions}  # both kept, none else
+    assert {m.status for m in models.values()} == {LoggedModelStatus.READY}
 
 
 def test_a_kill_while_the_model_is_logged_leaves_one_ready_model_after_resume(tmp_path, monkeypatch):

@@ -90,6 +90,9 @@ class Run:
         return hydra.utils.instantiate(self.cfg.logger, run_id=self.run_id, prefix=prefix, tracking_uri=self.uri)
 
 
+CONTINUED = " (refit continued)"  # a selection-only run's name once `resume=... refit=true` finishes it
+
+
 def open_run(cfg: DictConfig) -> Run:
     """The run's folder and MLflow run: new, or the earlier one named by `resume` (whose tracking
     store is checked first, so a bad URI fails in seconds)."""
@@ -106,6 +109,9 @@ def open_run(cfg: DictConfig) -> Run:
             if cfg.refit and client.get_run(run.run_id).data.params.get("refit") == "False":
                 log.info("resume: the run chose its epochs with refit=false; it continues to its refit")
                 client.set_tag(run.run_id, "refit_continued", "true")  # its params say refit=False
+                name = client.get_run(run.run_id).info.run_name or ""
+                if not name.endswith(CONTINUED):  # the dashboard's name says so too
+                    client.set_tag(run.run_id, "mlflow.runName", name + CONTINUED)
         return run
     folder = Path(cfg.paths.output_dir)
     run = Run(cfg, folder)
