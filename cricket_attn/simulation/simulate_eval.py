@@ -90,6 +90,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)",
     )
     p.add_argument("--data", default="ipl")
+    p.add_argument(
+        "--competition",
+        action="append",
+        help="only these competitions' matches (test, baselines, scorebook), as the files name them; a model "
+        "that reads earlier matches still reads every competition's (default: every competition of --data)",
+    )
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
     return p.parse_args(argv)
@@ -165,6 +171,11 @@ def run(args: argparse.Namespace) -> str:
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     tables = load_tables(args.sources or configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
     d = tables.deliveries
+    trained.encoder.attach_known(d)  # records and histories read every match before the day, of any competition
+    if args.competition:
+        d = d[d["competition"].astype(str).isin(args.competition)]
+        if d.empty:
+            raise ValueError(f"--competition {', '.join(args.competition)}: no match of it in the data")
     d = d[~d["match_id"].astype(str).isin(not_simulated(d))]  # The Hundred's sets of five are not played
     test_ids = list(d.loc[d["season"].isin(args.test), "match_id"].astype(str).unique())
     if not test_ids:
@@ -185,7 +196,9 @@ def run(args: argparse.Namespace) -> str:
     report = "\n\n".join(
         [
             f"Simulator ({trained.source}), {args.sims} simulations per state, baselines fitted through "
-            f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches; "
+            f"{args.train_until}, test seasons {', '.join(map(str, args.test))} ({len(test_ids)} matches"
+            + (f" of {', '.join(args.competition)}" if args.competition else "")
+            + "; "
             f"{result['no_result_matches']} without a result left out)"
             + (f"; the league's recent level learnt with strength {args.recent_level:g}" if levels else "")
             + f"; innings-level spread {args.spread:g}"
@@ -257,6 +270,7 @@ def run(args: argparse.Namespace) -> str:
             "recent_level": str(args.recent_level),
             "spread": str(args.spread),
             "form": str(args.form),
+            "competitions": ",".join(args.competition or []) or "all",
         },
     )
     client.log_artifact(run_id, str(out / "simulation.md"))

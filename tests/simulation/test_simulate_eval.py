@@ -60,6 +60,34 @@ def test_the_evaluation_writes_and_logs_its_report(tracked_run, tmp_path, capsys
     assert "MLflow run" in capsys.readouterr().out
 
 
+def test_one_competition_is_evaluated_while_the_model_reads_every_competitions_records(
+    tracked_run, tmp_path, monkeypatch, capsys
+):
+    """--competition on a pooled table: the IPL's test matches alone are simulated and scored (the others'
+    2025 internationals are not), while the records the model reads as of each day come from every
+    competition's matches, as in training on data=t20; a competition not in the data is one line."""
+    from cricket_attn.data.sequences import SequenceEncoder
+
+    read, real = [], SequenceEncoder.attach_known
+    monkeypatch.setattr(
+        SequenceEncoder, "attach_known", lambda self, known: (read.append(set(known["competition"])), real(self, known))
+    )
+    uri, out = f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "sim"
+    common = ["--model", tracked_run["results"]["checkpoint"], "--sims", "2", "--check-sims", "0", "--plots", "0"]
+    common += ["--sources", str(FIXTURES), str(FIXTURES.parent / "cricsheet_t20"), "--tracking-uri", uri]
+    assert main([*common, "--competition", "Indian Premier League", "--out", str(out)]) == 0
+    assert "(5 matches of Indian Premier League;" in (out / "simulation.md").read_text()
+    assert read and {"T20 Blast", "Big Bash League", "Indian Premier League"} <= read[0]
+    (run,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id])
+    assert run.data.params["competitions"] == "Indian Premier League"
+    assert main([*common, "--competition", "Indian Premier Leag", "--out", str(out)]) == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith("--competition Indian Premier Leag: no match of it in the data")
+    )
+
+
 @pytest.mark.parametrize(
     "flag, value, allowed",
     [
