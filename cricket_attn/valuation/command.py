@@ -251,6 +251,10 @@ def summary(balls: pd.DataFrame, table: pd.DataFrame, by: list[str], args: argpa
     return "\n".join(lines)
 
 
+NEXT = ["raw_next_value_r", "raw_next_value_r_low", "raw_next_value_r_high", "next_difference", "next_difference_low",
+        "next_difference_high"]  # fmt: skip
+
+
 def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
     """Season to season (each pair of consecutive seasons valued) and split half (each season), as markdown,
     also written beside --out."""
@@ -266,6 +270,9 @@ def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
             "100 balls (runs_value: with wickets priced in runs); raw: strike rate or economy; r: Pearson, 95% "
             "intervals resampling players):",
             markdown_table(across[["role", "value", "seasons", *columns]], 3),
+            "Which predicts next season's value better, the value or the raw rate of season N (the value's own "
+            "r, above, against the raw rate's with next season's value; economy with its sign turned):",
+            markdown_table(across[["role", "value", "seasons", "players", "value_r", *NEXT]], 3),
             "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
             markdown_table(within[["role", "value", "season", *columns, "value_full", "raw_full"]], 3),
         ]

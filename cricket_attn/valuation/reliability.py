@@ -5,7 +5,12 @@ bowlers (runs conceded per over).
 
 - Season to season: players with at least `min_balls` in both of two consecutive seasons; the correlation
   of each measure per ball in season N with the same measure in season N+1 (Pearson), with 95% intervals
-  resampling the players, and the difference of the two correlations on the same draws.
+  resampling the players, and the difference of the two correlations on the same draws. And which of the
+  two in season N better predicts the value in season N+1 (what a player adds beyond his context): the
+  value's own correlation against the raw rate's with next season's value (`next_difference`; economy
+  counts with its sign turned, a low economy being the good one). A raw rate also carries what persists
+  of a player's context (his leagues, his phase of the innings), so it predicts next season's raw rate
+  best; the two questions are asked separately.
 - Split half: within a season, each player's matches alternately into two halves (odd and even, in date
   order); the correlation of the two halves' measures over players with at least `min_balls` in the
   season, and the Spearman-Brown estimate for the whole season, 2r / (1 + r).
@@ -47,14 +52,17 @@ def per_player(balls: pd.DataFrame, role: Role, by: list[str], measure: str) -> 
     )
 
 
-def _correlations(x: pd.DataFrame, y: pd.DataFrame, n_boot: int, seed: int) -> dict:
+def _correlations(x: pd.DataFrame, y: pd.DataFrame, n_boot: int, seed: int, good_raw: int | None = None) -> dict:
     """Pearson correlations of `value` and of `raw` between the rows of x and y (the same players, in
-    order), with 95% intervals resampling the players, and of their difference."""
+    order), with 95% intervals resampling the players, and of their difference. With `good_raw` (+1 where a
+    high raw rate is good, -1 where a low one is), also x's raw rate (so signed) against y's value
+    (`raw_next_value_r`) and the value's own correlation minus it (`next_difference`), on the same draws."""
     rng = np.random.default_rng(seed)
     n = len(x)
     out = {"players": n}
     if n < 3:  # no correlation to speak of
-        keys = [f"{k}{end}" for k in ("value_r", "raw_r", "difference") for end in ("", "_low", "_high")]
+        names = ("value_r", "raw_r", "difference", *(("raw_next_value_r", "next_difference") if good_raw else ()))
+        keys = [f"{k}{end}" for k in names for end in ("", "_low", "_high")]
         return {**out, **dict.fromkeys(keys, np.nan)}
     draws = rng.integers(0, n, size=(n_boot, n))
 
@@ -70,8 +78,14 @@ def _correlations(x: pd.DataFrame, y: pd.DataFrame, n_boot: int, seed: int) -> d
         boots[what] = r(a[draws], b[draws])
     boots["difference"] = boots["value"] - boots["raw"]
     out["difference"] = out["value_r"] - out["raw_r"]
+    if good_raw:
+        a, b = good_raw * x["raw"].to_numpy(), y["value"].to_numpy()
+        out["raw_next_value_r"] = float(r(a, b))
+        boots["raw_next_value"] = r(a[draws], b[draws])
+        boots["next_difference"] = boots["value"] - boots["raw_next_value"]
+        out["next_difference"] = out["value_r"] - out["raw_next_value_r"]
     for what, boot in boots.items():
-        key = f"{what}_r" if what != "difference" else what
+        key = what if "difference" in what else f"{what}_r"
         out[f"{key}_low"], out[f"{key}_high"] = np.nanpercentile(boot, [2.5, 97.5])
     return out
 
@@ -84,7 +98,7 @@ def season_to_season(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per role, value in runs and pair of seasons (N, N+1): `_correlations` of season N's measures
-    with N+1's."""
+    with N+1's, and of season N's raw rate with N+1's value."""
     rows = []
     for role, measure in _measures(balls):
         table = per_player(balls, role, ["season"], measure)
@@ -92,8 +106,9 @@ def season_to_season(
             x, y = (table.xs(s, level="season") if s in table.index.get_level_values("season") else table.iloc[:0]
                     for s in (first, second))  # fmt: skip
             both = x.index[x["balls"] >= min_balls].intersection(y.index[y["balls"] >= min_balls])
+            good = 1 if role.name == "batting" else -1  # a high strike rate, a low economy
             rows.append({"role": role.name, "value": measure, "seasons": f"{first}-{second}",
-                         **_correlations(x.loc[both], y.loc[both], n_boot, seed)})  # fmt: skip
+                         **_correlations(x.loc[both], y.loc[both], n_boot, seed, good)})  # fmt: skip
     return pd.DataFrame(rows)
 
 

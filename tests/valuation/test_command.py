@@ -41,6 +41,7 @@ def test_the_command_writes_the_table_the_pictures_and_a_run(tracked_run, tmp_pa
     reliability = (tmp_path / "players_reliability.md").read_text()
     assert "| batting | runs_above_expected | 2023-2024 |" in reliability
     assert "| bowling | runs_value | 2025 |" in reliability
+    assert "Which predicts next season's value better" in reliability and "raw_next_value_r" in reliability
     assert abs(run.data.metrics["players/runs_above_expected_per_ball"]) < 1
 
 

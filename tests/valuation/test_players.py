@@ -114,6 +114,24 @@ def test_a_stable_value_holds_from_season_to_season_and_noise_does_not():
     assert batting["value_r"] == pytest.approx(np.corrcoef(per[2023], per[2024])[0, 1])
 
 
+def test_next_seasons_value_is_predicted_by_the_value_where_the_raw_rate_carries_only_context():
+    """Batters whose strike rate is a lasting context (a phase, a league: the same each season) plus noise,
+    and whose runs above expected is a talent plus noise, the talent uncorrelated with the context: the raw
+    rate predicts next season's raw rate well and next season's value not at all; the value predicts the
+    value. The same draws give the intervals."""
+    rng = np.random.default_rng(1)
+    d = synthetic()
+    context = dict(zip([f"p{p}" for p in range(40)], rng.normal(0, 0.6, 40), strict=True))
+    d["runs"] = (1.3 + d["batter_key"].map(context) + rng.normal(0, 0.5, len(d))).clip(lower=0)
+    batting = season_to_season(d, [(2023, 2024)], min_balls=200, n_boot=300).query("role == 'batting'").iloc[0]
+    assert batting["raw_r"] > 0.8 and batting["value_r"] > 0.8  # each predicts itself
+    assert abs(batting["raw_next_value_r"]) < 0.4 and batting["next_difference_low"] > 0
+    per = d.groupby(["season", "batter_key"]).agg(runs=("runs", "mean"), value=("runs_above_expected", "mean"))
+    first, second = per.xs(2023), per.xs(2024)
+    assert batting["raw_next_value_r"] == pytest.approx(np.corrcoef(first["runs"], second["value"])[0, 1])
+    assert batting["next_difference"] == pytest.approx(batting["value_r"] - batting["raw_next_value_r"])
+
+
 def test_split_half_puts_each_players_matches_alternately_into_two_halves():
     d = synthetic(seasons=(2024,))
     table = split_half(d, [2024], min_balls=200, n_boot=200)
