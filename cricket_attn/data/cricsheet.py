@@ -217,11 +217,13 @@ class _Parser:
         overs = self.get(inn, "overs", list, where, default=[])
         delivery_index = 0
         legal_ball_index = 0
+        legal_at = {}  # (over, delivery's place in it, 1-based) -> the innings' legal ball it is or precedes
         for i, over_doc in enumerate(overs):
             over = self.get(over_doc, "over", int, f"{where}.overs[{i}]")
             legal_in_over = 0
             for j, d in enumerate(self.get(over_doc, "deliveries", list, f"{where}.overs[{i}]")):
                 at = f"{where}.overs[{i}].deliveries[{j}]"
+                legal_at[over, j + 1] = legal_ball_index
                 runs = self.get(d, "runs", dict, at)
                 batter_runs = self.get(runs, "batter", int, f"{at}.runs")
                 extra_runs = self.get(runs, "extras", int, f"{at}.runs")
@@ -304,4 +306,33 @@ class _Parser:
                 delivery_index += 1
                 legal_in_over += is_legal
                 legal_ball_index += is_legal
+        innings["powerplays"] = self.parse_powerplays(inn, where, info["balls_per_over"], legal_at)
         return innings
+
+    def parse_powerplays(self, inn: dict, where: str, balls_per_over: int, legal_at: dict) -> str:
+        """The innings' fielding-restriction windows as Cricsheet records them (`powerplays`: from and to in
+        over.delivery notation, 0.1-5.6 for a T20's six overs; the Big Bash's four, 0.1-3.6, and its batting
+        Power Surge, e.g. 14.1-15.6; shortened ones after rain), as legal-ball ranges of the innings,
+        "first-last" (0-based, inclusive) joined by ";", for `PhaseRules.assign`. "" when none is recorded.
+        A mandatory window counts only from the innings' first ball (a later "mandatory" block is a
+        fielding rule of the middle overs, not a powerplay); batting and bowling ones count where taken."""
+        windows = []
+        for k, window in enumerate(self.get(inn, "powerplays", list, where, default=[])):
+            at = f"{where}.powerplays[{k}]"
+            kind = self.get(window, "type", str, at, default="mandatory")
+            ends = []
+            for key in ("from", "to"):
+                value = self.get(window, key, (int, float), at)
+                over, _, place = repr(float(value)).partition(".")
+                over, place = int(over), int(place)
+                if value < 0 or place < 1:
+                    raise self.error(f"{at}.{key}", f"{value!r} is not a ball in over.delivery notation (0.1 on)")
+                if key == "to" and place == 1 and (over, 10) in legal_at:
+                    place = 10  # JSON reads "5.10" (an over's tenth delivery) as 5.1
+                # A ball the innings never reached (it ended first) is counted as if the over had no extras.
+                ends.append(legal_at.get((over, place), over * balls_per_over + min(place, balls_per_over) - 1))
+            if ends[1] < ends[0]:
+                raise self.error(at, f"ends at {window['to']!r} before it starts at {window['from']!r}")
+            if kind != "mandatory" or ends[0] == 0:
+                windows.append(f"{ends[0]}-{ends[1]}")
+        return ";".join(windows)

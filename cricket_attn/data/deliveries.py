@@ -30,7 +30,7 @@ from cricket_attn.data.sources import (
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.
@@ -42,11 +42,12 @@ COLUMNS = (
     "runs_batter", "runs_extras", "runs_total",
     "runs_wides", "runs_noballs", "runs_byes", "runs_legbyes", "runs_penalty", "runs_non_boundary",
     "extras_type", "is_wicket", "wicket_count", "wicket_kind", "player_out",
-    "target_runs", "target_overs", "phase", "outcome",
+    "target_runs", "target_overs", "powerplays", "phase", "outcome",
 )  # fmt: skip
 _CATEGORICAL = (
     "match_type", "event", "competition", "team_type", "venue", "city", "batting_team", "bowling_team",
     "batter", "bowler", "non_striker", "batter_id", "bowler_id", "non_striker_id", "extras_type", "wicket_kind",
+    "powerplays",
 )  # fmt: skip
 
 
@@ -104,21 +105,47 @@ class PhaseRules:
         over: np.ndarray,
         legal_ball_index: np.ndarray,
         is_super_over: np.ndarray,
+        powerplays: pd.Series | None = None,
     ) -> pd.Categorical:
-        """Phase of each delivery. A wide or no-ball takes the phase of the legal ball it precedes."""
+        """Phase of each delivery. A wide or no-ball takes the phase of the legal ball it precedes. Where the
+        innings records its own powerplays (`powerplays`, legal-ball windows as the deliveries table holds
+        them: the Big Bash's four overs and Power Surge, a powerplay shortened by rain), they are its
+        powerplay and the format's range is not; the death range is the format's either way."""
         codes = np.full(len(over), PHASES.index(self.other), dtype=np.int8)
         decided = np.zeros(len(over), dtype=bool)
+        in_recorded, recorded = powerplay_mask(powerplays, legal_ball_index)
         for rule in self.formats.values():
             mask = match_type.isin(rule.match_types).to_numpy() & ~decided
             if rule.balls_per_over is not None:
                 mask &= balls_per_over.to_numpy() == rule.balls_per_over
             n = over + 1 if rule.unit == "over" else legal_ball_index + 1
-            rule_codes = np.where(n <= rule.powerplay[1], 0, np.where(n >= rule.death[0], 2, 1))
+            powerplay = np.where(recorded, in_recorded, n <= rule.powerplay[1])
+            rule_codes = np.where(powerplay, 0, np.where(n >= rule.death[0], 2, 1))
             codes[mask] = rule_codes[mask]
             decided |= mask
         # A super over is a one-over shoot-out: it is always played at death-overs intensity.
         codes[is_super_over] = PHASES.index(self.super_over)
         return pd.Categorical.from_codes(codes, categories=PHASES)
+
+
+def powerplay_mask(powerplays: pd.Series | None, legal_ball_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(in a recorded powerplay, the innings records its powerplays) per delivery, from each innings'
+    windows "first-last;..." (0-based legal balls, inclusive; "" or missing: none recorded)."""
+    inside = np.zeros(len(legal_ball_index), dtype=bool)
+    recorded = np.zeros(len(legal_ball_index), dtype=bool)
+    if powerplays is None:
+        return inside, recorded
+    windows = pd.Series(powerplays).astype("category")
+    codes = windows.cat.codes.to_numpy()
+    for code, text in enumerate(windows.cat.categories):
+        if not text:
+            continue
+        rows = codes == code
+        recorded |= rows
+        for window in str(text).split(";"):
+            first, last = (int(end) for end in window.split("-"))
+            inside |= rows & (legal_ball_index >= first) & (legal_ball_index <= last)
+    return inside, recorded
 
 
 @dataclass
@@ -205,6 +232,7 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
         df[col] = inn[col].to_numpy()
     df["target_runs"] = inn["target_runs"].astype("Int64")
     df["target_overs"] = inn["target_overs"].astype("Float64")
+    df["powerplays"] = inn["powerplays"].to_numpy()
     df["is_wicket"] = df["wicket_count"] > 0
     df["phase"] = phases.assign(
         df["match_type"],
@@ -212,6 +240,7 @@ def _deliveries_table(parsed: Sequence[ParsedMatch], phases: PhaseRules) -> pd.D
         df["over"].to_numpy(),
         df["legal_ball_index"].to_numpy(),
         df["is_super_over"].to_numpy(dtype=bool),
+        df["powerplays"],
     )
     df["outcome"] = pd.Categorical.from_codes(df["outcome"].to_numpy(), categories=OUTCOMES)
     for col in _CATEGORICAL:

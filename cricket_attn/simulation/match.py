@@ -124,6 +124,7 @@ def chase_setup(
         team_type=first.team_type,
         city=first.city,
         ids={**first.ids, **registry_ids(chase, matches, match_id)},
+        powerplays=first.powerplays if balls == first.balls else "",  # the same rules; a shortened chase's differ
     )
 
 

@@ -99,6 +99,7 @@ class InningsSetup:
     team_type: str = ""
     city: str | None = None  # the ground's city, where the file gives it (some ground names are shared)
     ids: dict[str, str] = field(default_factory=dict)  # this match's players' registry ids, by name
+    powerplays: str = ""  # the innings' own powerplays as the deliveries table records them ("": the format's)
 
     def player_keys(self, encoder: SequenceEncoder, role: str, names: list[str]) -> list[str]:
         """Players listed by name as the encoder knows them: by this match's registry ids (two players can
@@ -129,6 +130,7 @@ class InningsSetup:
             team_type=str(first["team_type"]) if "team_type" in d and pd.notna(first["team_type"]) else "",
             city=str(first["city"]) if "city" in d and pd.notna(first["city"]) else None,
             ids=registry_ids(d, matches, first["match_id"]),
+            powerplays=str(first["powerplays"]) if "powerplays" in d and pd.notna(first["powerplays"]) else "",
         )
 
 
@@ -475,6 +477,7 @@ def _phase_table(phases: PhaseRules, setup: InningsSetup) -> torch.Tensor:
         over.ravel(),
         ball.ravel(),
         np.zeros(over.size, dtype=bool),
+        pd.Series([setup.powerplays] * over.size),
     ).codes
     return torch.as_tensor(np.asarray(codes, dtype=np.int64).reshape(over.shape))
 

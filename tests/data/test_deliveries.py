@@ -13,6 +13,8 @@ from cricket_attn.data.sources import MatchFile, iter_match_files
 from cricket_attn.laws import OUTCOMES
 from tests.conftest import FIXTURES, match_file
 
+LEAGUES = FIXTURES.parent / "cricsheet_t20"  # real matches of other competitions (README)
+
 
 def test_columns_and_order(fixture_tables):
     d, m = fixture_tables.deliveries, fixture_tables.matches
@@ -54,23 +56,77 @@ def test_no_result_match_has_its_deliveries(fixture_tables):
 
 
 def test_t20_phases_by_over(deliveries):
-    regular = deliveries[~deliveries["is_super_over"]]
+    regular = deliveries[~deliveries["is_super_over"] & (deliveries["powerplays"] == "0-35")]
     over = regular["over"] + 1  # Cricsheet's overs are 0-based
     assert (regular.loc[over <= 6, "phase"] == "powerplay").all()
     assert (regular.loc[(over >= 7) & (over <= 15), "phase"] == "middle").all()
     assert (regular.loc[over >= 16, "phase"] == "death").all()
 
 
+def test_a_powerplay_shortened_by_rain_is_the_innings_own(deliveries):
+    """1136566's chase of 71 in 6 overs had a two-over powerplay (0.1-1.7: a wide in the second over, so
+    its seventh delivery closes it); 1178424, five overs a side, two overs each."""
+    for match_id, innings in (("1136566", 2), ("1178424", 1), ("1178424", 2)):
+        inn = deliveries[(deliveries["match_id"] == match_id) & (deliveries["innings"] == innings)]
+        assert (inn["powerplays"] == "0-11").all()
+        assert (inn["phase"] == "powerplay").to_numpy().tolist() == (inn["over"] <= 1).to_numpy().tolist()
+        assert (inn.loc[inn["over"] >= 2, "phase"] == "middle").all()
+
+
+def test_big_bash_powerplay_and_power_surge_are_read_from_the_file(phases):
+    """The Big Bash's powerplay has been four overs since 2020-21, with a two-over batting Power Surge the
+    batting side calls from the 11th over: 1386137 took it in overs 17-18 and 12-13."""
+    d = build_tables(iter_match_files([LEAGUES / "1386137.json"]), phases).deliveries
+    expected = {1: ([(0, 3), (16, 17)], "0-23;96-107"), 2: ([(0, 3), (11, 12)], "0-23;66-77")}
+    for innings, (windows, recorded) in expected.items():
+        inn = d[d["innings"] == innings]
+        assert (inn["powerplays"] == recorded).all()
+        surge = inn["over"].apply(lambda o, w=windows: any(a <= o <= b for a, b in w))
+        assert (inn.loc[surge, "phase"] == "powerplay").all() and surge.sum() >= 36
+        assert (inn.loc[~surge & (inn["over"] >= 15), "phase"] == "death").all()
+        assert (inn.loc[~surge & (inn["over"] < 15), "phase"] == "middle").all()
+
+
 def test_hundred_phases_by_legal_ball(phases):
-    # The Hundred is a T20 match type bowled in sets of 5: phases count legal balls, not overs.
+    # The Hundred is a T20 match type bowled in sets of 5: phases count legal balls, not overs. The file
+    # records each innings' 25-ball powerplay (0.1-4.5; its super overs none); without it (as two of the
+    # Hundred's 2024 innings) the format's rule gives the same 25 balls.
+    doc = json.loads((LEAGUES / "1417822.json").read_bytes())
+    bare = json.loads(json.dumps(doc))
+    for inn in bare["innings"]:
+        inn.pop("powerplays", None)
+    for name, match, recorded in (("recorded", doc, "0-24"), ("by rule", bare, "")):
+        d = build_tables([MatchFile(f"{name}.json", name, json.dumps(match).encode())], phases).deliveries
+        regular = d[~d["is_super_over"]]
+        assert (d["balls_per_over"] == 5).all() and (regular["powerplays"] == recorded).all()
+        ball = regular["legal_ball_index"] + 1
+        assert (regular.loc[ball <= 25, "phase"] == "powerplay").all()
+        assert (regular.loc[(ball > 25) & (ball < 76), "phase"] == "middle").all()
+        assert (regular.loc[ball >= 76, "phase"] == "death").all()
+
+
+def test_without_recorded_powerplays_the_format_rule_decides(phases):
+    doc = json.loads(match_file("1136566").raw)
+    for inn in doc["innings"]:
+        del inn["powerplays"]
+    d = build_tables([MatchFile("old.json", "old", json.dumps(doc).encode())], phases).deliveries
+    regular = d[~d["is_super_over"]]
+    assert (d["powerplays"] == "").all()
+    assert (regular["phase"] == "powerplay").to_numpy().tolist() == (regular["over"] <= 5).to_numpy().tolist()
+
+
+def test_a_later_mandatory_block_is_not_a_powerplay_and_bad_windows_name_the_field(phases):
     doc = json.loads(match_file("1082591").raw)
-    doc["info"]["balls_per_over"] = 5
-    d = build_tables([MatchFile("hundred.json", "hundred", json.dumps(doc).encode())], phases).deliveries
-    assert (d["balls_per_over"] == 5).all()
-    ball = d["legal_ball_index"] + 1
-    assert (d.loc[ball <= 25, "phase"] == "powerplay").all()
-    assert (d.loc[(ball > 25) & (ball < 76), "phase"] == "middle").all()
-    assert (d.loc[ball >= 76, "phase"] == "death").all()
+    doc["innings"][0]["powerplays"].append({"from": 10.1, "to": 13.6, "type": "mandatory"})  # an ODI's P2-like
+    d = build_tables([MatchFile("p2.json", "p2", json.dumps(doc).encode())], phases).deliveries
+    assert (d.loc[d["innings"] == 1, "powerplays"] == "0-35").all()
+    bad = (({"from": 3.1, "to": 1.6}, "powerplays[0]"), ({"from": 0.0, "to": 5.6}, "powerplays[0].from"))
+    for window, field in bad:
+        doc = json.loads(match_file("1082591").raw)
+        doc["innings"][1]["powerplays"] = [window]
+        result = build_tables([MatchFile("bad.json", "bad", json.dumps(doc).encode())], phases)
+        assert result.deliveries.empty and len(result.skipped) == 1
+        assert f"innings[1].{field}" in result.skipped[0].reason and "bad" in result.skipped[0].match_id
 
 
 def test_other_formats_and_rule_validation(phases):

@@ -6,8 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.data.sources import iter_match_files
 from cricket_attn.simulation.state import InningsSetup, InningsState, replay
+from tests.conftest import FIXTURES
 
 COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "legal_ball_index", "ball_in_over", "over",
             "phase", "batter_balls", "bowler_balls")  # fmt: skip
@@ -129,3 +132,19 @@ def test_a_side_listed_by_name_is_known_by_this_matchs_registry_ids(fixture_tabl
     assert state.batter_ids[0] == encoder.batters.encode(pd.Series([registry[opener]]))[0] > 0
     own = encoder.key_features("batter", pd.DataFrame({"batter": [registry[opener]], "date": [setup.date]}))[0]
     assert np.allclose(state.batter_rates[0].numpy(), own)
+
+
+def test_a_simulated_innings_has_its_own_powerplays(deliveries, encoder, phases):
+    """The Big Bash innings of 1386137 (four-over powerplay, Power Surge in overs 17-18 and 12-13): the
+    simulator's phase of every ball is the table's, as it is for the IPL's rain-shortened ones above."""
+    d = build_tables(iter_match_files([FIXTURES.parent / "cricsheet_t20" / "1386137.json"]), phases).deliveries
+    for _, inn in d.groupby("innings", observed=True):
+        setup = InningsSetup.from_table(inn)
+        assert setup.powerplays in ("0-23;96-107", "0-23;66-77")
+        phases_seen = []
+        replay(
+            InningsState(setup, encoder, phases, 1, float(inn["target_runs"].astype("Float64").fillna(0).iloc[0])),
+            inn,
+            lambda i, state, by_laws, seen=phases_seen: seen.append(int(state.inputs()["phase"][0, 0])),
+        )
+        assert phases_seen == inn["phase"].cat.codes.tolist()
