@@ -12,8 +12,10 @@ import fcntl
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 import warnings
@@ -364,6 +366,29 @@ def drop_earlier_models(uri: str, run_id: str, name: str) -> list[str]:
 
 def end_run(uri: str, run_id: str, status: str) -> None:
     MlflowClient(uri).set_terminated(run_id, status)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
+
+
+@contextmanager
+def ending(uri: str, run_id: str) -> Iterator[None]:
+    """The run ends as its block does: FINISHED, KILLED when interrupted (Ctrl-C, or SIGTERM, which a
+    scheduler, `kill` or a closing session sends and which is made the same interrupt while the block runs,
+    in the main thread), FAILED on an error. Only SIGKILL leaves it RUNNING; a resumed training run
+    then takes it up again."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupted) if main else None
+    try:
+        yield
+    except BaseException as err:
+        end_run(uri, run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    end_run(uri, run_id, "FINISHED")
 
 
 def latest_transformer_run(uri: str, experiment: str = "cricket_attn"):

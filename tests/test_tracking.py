@@ -94,6 +94,34 @@ def test_system_metrics_are_sampled_while_the_work_runs(tmp_path):
     assert metrics["system/system_memory_usage_megabytes"] > 0
 
 
+def test_a_run_ends_finished_failed_or_killed_even_by_sigterm(tmp_path):
+    """`tracking.ending`: what a command's run says when it stops. SIGTERM (a scheduler, `kill`, a closing
+    session) is made an interrupt while the block runs, so the run says KILLED instead of RUNNING forever."""
+    import os
+    import signal
+
+    from cricket_attn.tracking import ending
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    before = signal.getsignal(signal.SIGTERM)
+    runs = {}
+    for how in ("finished", "failed", "terminated"):
+        runs[how] = start_run(uri, "probe", how, {})
+        try:
+            with ending(uri, runs[how]):
+                if how == "failed":
+                    raise ValueError("a bad value")
+                if how == "terminated":
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(5)  # the signal arrives here
+                    raise AssertionError("SIGTERM did not stop the block")
+        except (ValueError, KeyboardInterrupt) as err:
+            assert how != "finished" and ("SIGTERM" in str(err)) == (how == "terminated")
+        assert signal.getsignal(signal.SIGTERM) is before  # the process's own handling is back
+    status = {how: MlflowClient(uri).get_run(run_id).info.status for how, run_id in runs.items()}
+    assert status == {"finished": "FINISHED", "failed": "FAILED", "terminated": "KILLED"}
+
+
 def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
     mlflow.set_tracking_uri(tracked_run["uri"])
     model = mlflow.pyfunc.load_model(f"runs:/{tracked_run['run_id']}/model")

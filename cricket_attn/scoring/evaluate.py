@@ -61,9 +61,10 @@ def evaluate(args: argparse.Namespace) -> dict[str, float]:
             f"evaluate {args.split}",
             {"model_family": "evaluation", "model": args.model, "split": args.split},
         )
-        tracking.log_params(args.tracking_uri, run_id, {"model": args.model, "split": args.split, "data": args.data})
-        metrics = tracking.log_scored(args.tracking_uri, run_id, scored, args.split)
-        tracking.end_run(args.tracking_uri, run_id, "FINISHED")
+        with tracking.ending(args.tracking_uri, run_id):
+            params = {"model": args.model, "split": args.split, "data": args.data}
+            tracking.log_params(args.tracking_uri, run_id, params)
+            metrics = tracking.log_scored(args.tracking_uri, run_id, scored, args.split)
         print(f"MLflow run: {run_id}")
     for key, value in metrics.items():
         print(f"{args.split}/{key}: {value:.6g}")

@@ -232,51 +232,51 @@ def run(args: argparse.Namespace) -> str:
         {"model_family": "simulator", "model": trained.source},
         description=report,
     )
-    win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
-    metrics = {
-        "sim/brier": win.loc["all over starts", "simulator_brier"],
-        "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
-        "sim/ece": win.loc["all over starts", "simulator_ece"],
-        "sim/bias": win.loc["all over starts", "simulator_bias"],
-        "baseline/brier": win.loc["all over starts", "logistic_brier"],
-        "paired/brier_diff": win.loc["all over starts", "brier_diff"],
-    }
-    for label, key in (
-        ("chase start", "start"),
-        ("after 6 overs", "6"),
-        ("after 10 overs", "10"),
-        ("after 15 overs", "15"),
-    ):
-        metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
-    for _, row in why["levels"][1].iterrows():
-        key = f"{row['season']}_{row['innings_kind']}"
-        metrics[f"why/runs_gap_per_innings_{key}"] = row["runs_gap_per_innings"]
-        metrics[f"why/wickets_gap_per_innings_{key}"] = row["wickets_gap_per_innings"]
-    for k, row in totals.iterrows():
-        metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
-        metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]
-        metrics[f"baseline/total_mae_{k}"] = row["gbm_mae"]
-    client = tracking.MlflowClient(uri)
-    for name, value in metrics.items():
-        client.log_metric(run_id, name, float(value))
-    tracking.log_params(
-        uri,
-        run_id,
-        {
-            "sims": str(args.sims),
-            "train_until": str(args.train_until),
-            "test": ",".join(map(str, args.test)),
-            "seed": str(args.seed),
-            "recent_level": str(args.recent_level),
-            "spread": str(args.spread),
-            "form": str(args.form),
-            "competitions": ",".join(args.competition or []) or "all",
-        },
-    )
-    client.log_artifact(run_id, str(out / "simulation.md"))
-    for picture in pictures:
-        client.log_artifact(run_id, str(picture), "pictures")
-    tracking.end_run(uri, run_id, "FINISHED")
+    with tracking.ending(uri, run_id):
+        win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
+        metrics = {
+            "sim/brier": win.loc["all over starts", "simulator_brier"],
+            "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
+            "sim/ece": win.loc["all over starts", "simulator_ece"],
+            "sim/bias": win.loc["all over starts", "simulator_bias"],
+            "baseline/brier": win.loc["all over starts", "logistic_brier"],
+            "paired/brier_diff": win.loc["all over starts", "brier_diff"],
+        }
+        for label, key in (
+            ("chase start", "start"),
+            ("after 6 overs", "6"),
+            ("after 10 overs", "10"),
+            ("after 15 overs", "15"),
+        ):
+            metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
+        for _, row in why["levels"][1].iterrows():
+            key = f"{row['season']}_{row['innings_kind']}"
+            metrics[f"why/runs_gap_per_innings_{key}"] = row["runs_gap_per_innings"]
+            metrics[f"why/wickets_gap_per_innings_{key}"] = row["wickets_gap_per_innings"]
+        for k, row in totals.iterrows():
+            metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
+            metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]
+            metrics[f"baseline/total_mae_{k}"] = row["gbm_mae"]
+        client = tracking.MlflowClient(uri)
+        for name, value in metrics.items():
+            client.log_metric(run_id, name, float(value))
+        tracking.log_params(
+            uri,
+            run_id,
+            {
+                "sims": str(args.sims),
+                "train_until": str(args.train_until),
+                "test": ",".join(map(str, args.test)),
+                "seed": str(args.seed),
+                "recent_level": str(args.recent_level),
+                "spread": str(args.spread),
+                "form": str(args.form),
+                "competitions": ",".join(args.competition or []) or "all",
+            },
+        )
+        client.log_artifact(run_id, str(out / "simulation.md"))
+        for picture in pictures:
+            client.log_artifact(run_id, str(picture), "pictures")
     return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s); MLflow run {run_id}"
 
 

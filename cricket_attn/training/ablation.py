@@ -575,22 +575,22 @@ def log_report(cfg: DictConfig, table: str, rows: pd.DataFrame, seeds_csv: Path)
     run_id = tracking.start_run(
         uri, cfg.experiment, f"{cfg.name} summary", {"ablation_summary": cfg.name}, description=table
     )
-    for r in rows.to_dict("records"):
-        for key in (
-            "log_loss",
-            "ece",
-            "diff",
-            "ci_low",
-            "ci_high",
-            "control_diff",
-            "control_ci_low",
-            "control_ci_high",
-        ):
-            if key in r and pd.notna(r[key]):
-                client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
-    client.log_text(run_id, table, "ablation.md")
-    client.log_artifact(run_id, str(seeds_csv))
-    tracking.end_run(uri, run_id, "FINISHED")
+    with tracking.ending(uri, run_id):
+        for r in rows.to_dict("records"):
+            for key in (
+                "log_loss",
+                "ece",
+                "diff",
+                "ci_low",
+                "ci_high",
+                "control_diff",
+                "control_ci_low",
+                "control_ci_high",
+            ):
+                if key in r and pd.notna(r[key]):
+                    client.log_metric(run_id, f"{r['protocol']}/{r['variant']}/{key}", float(r[key]))
+        client.log_text(run_id, table, "ablation.md")
+        client.log_artifact(run_id, str(seeds_csv))
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="ablation")

@@ -173,7 +173,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             else None
         )
         run_id = tracking.start_run(uri, experiment, tracking.run_name(name, overrides, when), tags, description=note)
-        try:
+        with tracking.ending(uri, run_id):
             with tracking.system_metrics(uri, run_id, interval=5.0):
                 start = time.perf_counter()
                 model, chosen = None, {}
@@ -215,10 +215,6 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                 row.update({f"{k}_vs_transformer": paired[k] for k in ("diff", "ci_low", "ci_high")})
                 by_state[name] = paired_by_state(scored, ref_scored, state, seed=cfg.seed)
                 client.log_text(run_id, by_state_table({name: by_state[name]}), "paired_by_state.md")
-            tracking.end_run(uri, run_id, "FINISHED")
-        except BaseException:
-            tracking.end_run(uri, run_id, "FAILED")
-            raise
         rows.append(row)
         paired_text = (
             f", {row['diff_vs_transformer']:+.4f} [{row['ci_low_vs_transformer']:+.4f}, "

@@ -487,19 +487,14 @@ def preflight(cfg: DictConfig) -> None:
 
 
 def train(cfg: DictConfig) -> dict:
-    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends FINISHED or FAILED."""
+    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends as `tracking.ending` says."""
     preflight(cfg)
     run = open_run(cfg)
     if not run.tracked:
         return run_protocol(cfg, run)
     tracking.log_config(run.uri, run.run_id, cfg)
-    try:
-        with tracking.system_metrics(run.uri, run.run_id, resume=bool(cfg.resume)):
-            results = run_protocol(cfg, run)
-    except BaseException as err:
-        tracking.end_run(run.uri, run.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
-        raise
-    tracking.end_run(run.uri, run.run_id, "FINISHED")
+    with tracking.ending(run.uri, run.run_id), tracking.system_metrics(run.uri, run.run_id, resume=bool(cfg.resume)):
+        results = run_protocol(cfg, run)
     results["mlflow_run_id"] = run.run_id
     link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
     print(f"MLflow run: {link} (after `make dashboard`)")

@@ -296,27 +296,27 @@ def log_run(
         {"model_family": "players", "model": model},
         description=report,
     )
-    tracking.log_params(
-        uri,
-        run_id,
-        {"by": ",".join(args.by) or "none", "min_balls": str(args.min_balls), "boot": str(args.boot),
-         "seasons": ",".join(map(str, seasons)), "competitions": ",".join(args.competition or []) or "all"},
-    )  # fmt: skip
-    client = tracking.MlflowClient(uri)
-    faced = balls[balls["faced"]]
-    for name, value in {
-        "players/matches": balls["match_id"].nunique(),
-        "players/runs_above_expected_per_ball": faced["runs_above_expected"].mean(),
-        "players/runs_saved_per_ball": balls["runs_saved"].mean(),
-        "players/wickets_above_expected_per_ball": balls["wickets_above_expected"].mean(),
-    }.items():
-        client.log_metric(run_id, name, float(value))
-    client.log_artifact(run_id, str(args.out))
-    if args.reliability:
-        client.log_artifact(run_id, str(reliability_path(args)))
-    for picture in pictures:
-        client.log_artifact(run_id, str(picture), "pictures")
-    tracking.end_run(uri, run_id, "FINISHED")
+    with tracking.ending(uri, run_id):
+        tracking.log_params(
+            uri,
+            run_id,
+            {"by": ",".join(args.by) or "none", "min_balls": str(args.min_balls), "boot": str(args.boot),
+             "seasons": ",".join(map(str, seasons)), "competitions": ",".join(args.competition or []) or "all"},
+        )  # fmt: skip
+        client = tracking.MlflowClient(uri)
+        faced = balls[balls["faced"]]
+        for name, value in {
+            "players/matches": balls["match_id"].nunique(),
+            "players/runs_above_expected_per_ball": faced["runs_above_expected"].mean(),
+            "players/runs_saved_per_ball": balls["runs_saved"].mean(),
+            "players/wickets_above_expected_per_ball": balls["wickets_above_expected"].mean(),
+        }.items():
+            client.log_metric(run_id, name, float(value))
+        client.log_artifact(run_id, str(args.out))
+        if args.reliability:
+            client.log_artifact(run_id, str(reliability_path(args)))
+        for picture in pictures:
+            client.log_artifact(run_id, str(picture), "pictures")
     return run_id
 
 
