@@ -105,7 +105,7 @@ def under(prefix: str, settings: Iterable[Setting]) -> tuple[Setting, ...]:
 
 
 # Records as of the day (cricket_attn.data.records.RecordSettings): shrinkages in balls, a half-life in days.
-RECORDS = ("competition_strength", "rate_strength", "half_life_days")
+RECORDS = ("competition_strength", "rate_strength", "half_life_days", "competition_half_life_days")
 
 # conf/data (the training data, shared by cricket-attn-train and cricket-attn-baselines).
 DATA: tuple[Setting, ...] = (
@@ -135,7 +135,8 @@ DATA: tuple[Setting, ...] = (
     ("data.history_balls", "int", *at_least(0)),
     ("data.first_innings", "bool", *ANY),
     ("data.records", "map?", lambda v: set(v) <= set(RECORDS), f"a mapping of {', '.join(RECORDS)}, or null"),
-    *under("data.records", tuple((key, "number", *POSITIVE) for key in RECORDS)),
+    *under("data.records", tuple((key, "number", *POSITIVE) for key in RECORDS[:3])),
+    ("data.records.competition_half_life_days", "number?", *POSITIVE),
     ("data.teacher", "map?", *ANY),
     ("data.teacher.weight", "number", *between(0, 1)),
     ("data.teacher.folds", "int", *at_least(2)),
@@ -189,6 +190,8 @@ TRAIN: tuple[Setting, ...] = (
     ("callbacks.model_checkpoint.monitor", "str?", *ANY),
     ("callbacks.model_checkpoint.mode", "str", *one_of("min", "max")),
     ("callbacks.model_checkpoint.save_last", "bool", *ANY),
+    ("callbacks.weight_averaging", "map?", *ANY),
+    ("callbacks.weight_averaging.half_life_epochs", "number", *POSITIVE),
     *LOGGER,
 )
 

@@ -361,3 +361,25 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
         train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
     with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
         train(tiny_train_config(tmp_path / "none", "~logger", f"init_from={tmp_path}"))
+
+
+def test_weight_averaging_validates_and_keeps_the_average(tmp_path):
+    """callbacks.weight_averaging: the checkpoint's weights are the moving average (the live ones beside
+    them), and the run's test scores the average. A half-life of a millionth of an epoch is no averaging
+    (the average is the live weights); one of a thousand epochs keeps the average near the first step's."""
+    from cricket_attn.training.lit_module import load_checkpoint
+
+    gaps = {}
+    for half_life in ("1e-6", "1000"):
+        overrides = ("callbacks=ema", f"callbacks.weight_averaging.half_life_epochs={half_life}", "refit=false")
+        results = train(tiny_train_config(tmp_path / half_life, *overrides, "~logger"))
+        module, ckpt = load_checkpoint(results["checkpoint"])
+        live = ckpt["current_model_state"]
+        assert set(live) == set(ckpt["state_dict"])
+        gaps[half_life] = max((live[k].float() - v.float()).abs().max().item() for k, v in ckpt["state_dict"].items())
+        # What the run tested is the checkpoint's (averaged) model.
+        averaged = dict(module.named_parameters())["model.head.weight"].detach()
+        assert torch.equal(averaged, ckpt["state_dict"]["model.head.weight"])
+    assert gaps["1e-6"] < 1e-6 < 1e-3 < gaps["1000"]
+    with pytest.raises(ConfigError, match=r"^callbacks.weight_averaging.half_life_epochs=0: must be positive"):
+        train(tiny_train_config(tmp_path / "zero", "callbacks=ema", "callbacks.weight_averaging.half_life_epochs=0"))
