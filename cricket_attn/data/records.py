@@ -41,14 +41,24 @@ class RecordSettings:
     competition_strength: float = 2000.0  # a competition's mix is shrunk towards the pool's by this many balls
     rate_strength: float = 200.0  # a player's or venue's observed/expected is shrunk towards 1 by this many
     half_life_days: float = 365.0  # the recent record weighs a ball of this age half
+    # A competition's recent record (its drift from its own mix: a league whose scoring moved this season)
+    # with a half-life of its own; None: half_life_days, as a player's.
+    competition_half_life_days: float | None = None
 
     def __post_init__(self):
         for name, value in asdict(self).items():
-            if not value > 0:
+            if value is not None and not value > 0:
                 raise ValueError(f"records.{name}={value}: must be positive")
 
+    def half_life(self, role: str) -> float:
+        """The recent record's half-life, in days, for a key of `role`."""
+        if role == "competition" and self.competition_half_life_days is not None:
+            return self.competition_half_life_days
+        return self.half_life_days
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings as plain types; an optional one left unset is left out (as settings saved before it)."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
 
 @dataclass
@@ -141,13 +151,21 @@ class RecordBook:
         cell = cells.groupby(list(cells.columns), sort=False).ngroup().to_numpy()
         cells = cells.drop_duplicates()  # in order of first appearance, as the group numbers
         expected = self.mix(cells["competition"].to_numpy(), cells["phase"].to_numpy(), cells["day"].to_numpy())[cell]
-        weight = self._weight(day)[:, None]
-        values = np.hstack([observed, expected, np.ones((len(d), 1)), weight * observed, weight * expected, weight])
-        self._tables = {role: CumulativeTable.build(entity_key(d, role), day, values) for role in ROLES}
+        self._tables = {}
+        for role in ROLES:
+            weight = self._weight(day, role)[:, None]
+            values = np.hstack([observed, expected, np.ones((len(d), 1)), weight * observed, weight * expected, weight])
+            self._tables[role] = CumulativeTable.build(entity_key(d, role), day, values)
 
-    def _weight(self, day: np.ndarray) -> np.ndarray:
-        """A ball's weight in the recent sums, relative to the first day: scaled back at lookup."""
-        return np.exp2((day - self.first_day) / self.settings.half_life_days)
+    def _weight(self, day: np.ndarray, role: str) -> np.ndarray:
+        """A ball's weight in `role`'s recent sums, relative to the first day: scaled back at lookup."""
+        exponent = (day - self.first_day) / self.settings.half_life(role)
+        if len(exponent) and np.max(exponent) > 1000:  # 2^1000: near the largest float
+            raise ValueError(
+                f"records: a half-life of {self.settings.half_life(role)} days is too short for matches "
+                f"{int(np.max(day - self.first_day))} days apart (at least {np.max(day - self.first_day) / 1000:.0f})"
+            )
+        return np.exp2(exponent)
 
     def mix(self, competition: np.ndarray, phase: np.ndarray, day: np.ndarray) -> np.ndarray:
         """(Q, C) each query's competition outcome mix in the phase from the balls of earlier days,
@@ -198,7 +216,7 @@ class RecordBook:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         sums, last = self._tables[role].before(keys, day)
         c = N_OUTCOMES
-        scale = 1 / self._weight(np.asarray(day, dtype=np.float64))[:, None]  # weights relative to `day`
+        scale = 1 / self._weight(np.asarray(day, dtype=np.float64), role)[:, None]  # weights relative to `day`
         recent = sums[:, 2 * c + 1 :] * scale
         return Record(
             observed=sums[:, :c],

@@ -44,9 +44,14 @@ def queries(d: pd.DataFrame, role: str) -> pd.DataFrame:
     return pd.DataFrame({"key": entity_key(d, role), "day": days(d["date"])}).drop_duplicates().reset_index(drop=True)
 
 
+# A competition's recent record with a half-life of its own (20 days: a league's drift within its season).
+OWN_HALF_LIFE = RecordSettings(**SETTINGS.to_dict(), competition_half_life_days=20.0)
+
+
+@pytest.mark.parametrize("settings", [SETTINGS, OWN_HALF_LIFE], ids=["one half-life", "competition's own"])
 @pytest.mark.parametrize("role", ROLES)
-def test_a_record_is_the_sum_of_the_keys_balls_on_earlier_dates(pooled, role):
-    book = RecordBook(pooled, SETTINGS)
+def test_a_record_is_the_sum_of_the_keys_balls_on_earlier_dates(pooled, role, settings):
+    book = RecordBook(pooled, settings)
     d = pooled[~pooled["is_super_over"].astype(bool)]
     keys, day = entity_key(d, role), days(d["date"])
     observed = np.eye(N_OUTCOMES)[d["outcome"].cat.codes.to_numpy()]
@@ -56,7 +61,8 @@ def test_a_record_is_the_sum_of_the_keys_balls_on_earlier_dates(pooled, role):
     with_record = 0
     for i, (key, t) in enumerate(q.itertuples(index=False)):
         mine = (keys == key) & (day < t)
-        weight = np.exp2(-(t - day[mine]) / SETTINGS.half_life_days)[:, None]
+        half_life = 20.0 if role == "competition" and settings is OWN_HALF_LIFE else SETTINGS.half_life_days
+        weight = np.exp2(-(t - day[mine]) / half_life)[:, None]
         np.testing.assert_allclose(record.observed[i], observed[mine].sum(0), rtol=0, atol=1e-9)
         np.testing.assert_allclose(record.expected[i], expected[mine].sum(0), rtol=0, atol=1e-9)
         assert record.balls[i] == mine.sum()
@@ -147,3 +153,12 @@ def test_an_effect_is_observed_over_expected_shrunk_towards_nothing(pooled):
 def test_settings_must_be_positive():
     with pytest.raises(ValueError, match="records.half_life_days=0"):
         RecordSettings(half_life_days=0)
+    with pytest.raises(ValueError, match="records.competition_half_life_days=-5"):
+        RecordSettings(competition_half_life_days=-5)
+
+
+def test_a_half_life_too_short_for_the_matches_span_is_refused(pooled):
+    """Recent sums weigh a ball 2^(days since the first match / half-life): a half-life under a thousandth of
+    the span would overflow, so it is refused with the span it would need."""
+    with pytest.raises(ValueError, match=r"records: a half-life of 5.0 days is too short for matches \d+ days apart"):
+        RecordBook(pooled, RecordSettings(competition_half_life_days=5.0))
