@@ -148,6 +148,12 @@ def powerplay_mask(powerplays: pd.Series | None, legal_ball_index: np.ndarray) -
     return inside, recorded
 
 
+def opening_powerplay(windows: str) -> str:
+    """Of an innings' recorded windows, the one from its first ball: what a side that has not batted yet is
+    known to get (a batting Power Surge is the batting side's own call)."""
+    return ";".join(w for w in windows.split(";") if w.startswith("0-"))
+
+
 @dataclass
 class Skipped:
     """A file left out of the table, and why."""

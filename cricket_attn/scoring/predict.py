@@ -114,6 +114,7 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
         nxt["over"].to_numpy(),
         nxt["legal_ball_index"].to_numpy(),
         np.zeros(len(nxt), dtype=bool),
+        nxt["powerplays"] if "powerplays" in nxt else None,
     )
     return nxt
 

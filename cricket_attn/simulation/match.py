@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
@@ -124,7 +125,9 @@ def chase_setup(
         team_type=first.team_type,
         city=first.city,
         ids={**first.ids, **registry_ids(chase, matches, match_id)},
-        powerplays=first.powerplays if balls == first.balls else "",  # the same rules; a shortened chase's differ
+        # The first innings' opening powerplay (the same rules; not its Power Surge, the batting side's call);
+        # a shortened chase's is its own, unknown here: the format's.
+        powerplays=opening_powerplay(first.powerplays) if balls == first.balls else "",
     )
 
 

@@ -12,6 +12,7 @@ from cricket_attn.simulation.match import (
     PROJECTION_COLUMNS,
     MatchContext,
     StateError,
+    chase_setup,
     innings_points,
     next_batter_choices,
     over_starts,
@@ -190,3 +191,20 @@ def test_rates_by_player_slot_predict_as_the_full_numeric_input(fixture_simulato
             assert batch["numeric"].size(-1) == (len(STATE_COLUMNS) if by_slot else model.cfg.n_numeric)
             got[by_slot] = sim.log_probs(batch, caches).exp()
     assert (got[True] - got[False]).abs().max().item() < 1e-5
+
+
+def test_a_chase_not_yet_begun_gets_the_opening_powerplay_but_not_the_first_sides_surge(phases):
+    """1386137 (Big Bash): the first innings took its Power Surge in overs 17-18. A chase simulated before
+    it starts gets the four-over powerplay the rules give both sides, not the other side's surge overs; a
+    shortened chase, whose powerplay is its own, the format's."""
+    from cricket_attn.data.deliveries import build_tables
+    from cricket_attn.data.sources import iter_match_files
+    from tests.conftest import FIXTURES
+
+    d = build_tables(iter_match_files([FIXTURES.parent / "cricsheet_t20" / "1386137.json"]), phases).deliveries
+    first = InningsSetup.from_table(d[d["innings"] == 1])
+    assert first.powerplays == "0-23;96-107"
+    empty, sides = d.iloc[:0], (str(d["bowling_team"].iloc[0]), str(d["batting_team"].iloc[0]))
+    chase = chase_setup(first, empty, None, "1386137", *sides, first.balls)
+    assert chase.chase and chase.powerplays == "0-23"
+    assert chase_setup(first, empty, None, "1386137", *sides, 90).powerplays == ""
