@@ -368,26 +368,32 @@ def end_run(uri: str, run_id: str, status: str) -> None:
     MlflowClient(uri).set_terminated(run_id, status)
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
-
-
 @contextmanager
 def ending(uri: str, run_id: str) -> Iterator[None]:
-    """The run ends as its block does: FINISHED, KILLED when interrupted (Ctrl-C, or SIGTERM, which a
-    scheduler, `kill` or a closing session sends and which is made the same interrupt while the block runs,
-    in the main thread), FAILED on an error. Only SIGKILL leaves it RUNNING; a resumed training run
-    then takes it up again."""
+    """The run ends as its block does: FINISHED; KILLED when stopped by Ctrl-C or SIGTERM (what a scheduler,
+    `kill` or a closing session sends), both made an interrupt while the block runs in the main thread;
+    FAILED on an error. Lightning turns an interrupt during a fit into `SystemExit(1)`: a stop is still
+    KILLED and leaves the block as KeyboardInterrupt, so a sweep of runs stops with it. Only SIGKILL leaves
+    a run RUNNING; a resumed training run then takes it up again."""
+    stops = []
+
+    def stop(signum, frame):
+        stops.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt(f"stopped by {stops[-1]}")
+
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupted) if main else None
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
         yield
     except BaseException as err:
-        end_run(uri, run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        stopped = bool(stops) or isinstance(err, KeyboardInterrupt)
+        end_run(uri, run_id, "KILLED" if stopped else "FAILED")
+        if stopped and not isinstance(err, KeyboardInterrupt):
+            raise KeyboardInterrupt(f"stopped by {stops[-1]}") from err
         raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():  # None: a handler installed from C, which Python cannot restore
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
     end_run(uri, run_id, "FINISHED")
 
 
