@@ -397,8 +397,9 @@ def ending(uri: str, run_id: str) -> Iterator[None]:
     end_run(uri, run_id, "FINISHED")
 
 
-def latest_transformer_run(uri: str, experiment: str = "cricket_attn"):
-    """The newest finished transformer run that has a test report, or None."""
+def latest_transformer_run(uri: str, experiment: str = "cricket_attn", data_key: str | None = None):
+    """The finished transformer run with a test report that ended last, or None; with `data_key`, among
+    the runs whose datasets (`log_datasets`) are the tables of that key."""
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
@@ -406,7 +407,15 @@ def latest_transformer_run(uri: str, experiment: str = "cricket_attn"):
     runs = client.search_runs(
         [exp.experiment_id],
         "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"],
-        max_results=20,
+        order_by=["attributes.end_time DESC"],
+        max_results=200,
     )
-    return next((run for run in runs if "test/log_loss" in run.data.metrics), None)
+    return next(
+        (
+            run
+            for run in runs
+            if "test/log_loss" in run.data.metrics
+            and (data_key is None or data_key in {i.dataset.digest for i in run.inputs.dataset_inputs})
+        ),
+        None,
+    )

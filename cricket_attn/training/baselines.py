@@ -127,7 +127,9 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         raise SettingError(f"data.{err}") from None
     uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
     tracking.check_tracking_uri(uri)
-    reference = find_transformer_run(uri, experiment, cfg.baselines.against)
+    reference = find_transformer_run(uri, experiment, cfg.baselines.against)  # a wrong `against` fails here
+    tables = load_tables(configured_sources(data.sources), phases, project_path(data.data_dir))
+    reference = reference if cfg.baselines.against else find_transformer_run(uri, experiment, None, tables.key)
     ref_run = tracking.MlflowClient(uri).get_run(reference) if reference else None
     comparison = None
     if ref_run:  # the tag the runs of this comparison share; a run from before the tag existed gets it now
@@ -139,7 +141,6 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         if ref_run
         else "no transformer run in this store (the table will have no paired column)",
     )
-    tables = load_tables(configured_sources(data.sources), phases, project_path(data.data_dir))
     d = tables.deliveries
     d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
     labels = split.label(d["season"])
@@ -317,9 +318,10 @@ def by_state_table(by_state: dict[str, pd.DataFrame]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def find_transformer_run(uri: str, experiment: str, against: str | None) -> str | None:
+def find_transformer_run(uri: str, experiment: str, against: str | None, data_key: str | None = None) -> str | None:
     """The transformer run to pair against: `against` (a run id, refused in one line unless the store has
-    it with a test report), else the latest finished one."""
+    it with a test report), else the one that finished last among those trained on the data whose tables'
+    key is `data_key` (any data if None): another run finishing beside it on other data is not taken."""
     if against:
         try:
             found = tracking.MlflowClient(uri).get_run(against)
@@ -331,7 +333,7 @@ def find_transformer_run(uri: str, experiment: str, against: str | None) -> str 
                 + ("" if found else " (no such run)")
             )
         return against
-    run = tracking.latest_transformer_run(uri, experiment)
+    run = tracking.latest_transformer_run(uri, experiment, data_key)
     return run.info.run_id if run else None
 
 

@@ -229,3 +229,25 @@ def test_against_must_name_a_run_of_the_store_with_a_test_report(tmp_path, capsy
     )
     assert not (tmp_path / "data").exists()  # checked before the data is read and anything fitted
     assert not client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.baseline != ''")
+
+
+def test_the_baselines_pair_with_the_last_run_on_their_own_data(tmp_path, phases):
+    """Two real runs in one store: one on the IPL fixtures, then one on them and five other leagues'
+    matches, which finishes later. The baselines on the IPL fixtures pair with the IPL run (their tables'
+    key is its datasets' digest), not with whichever run finished last; without a key, the last."""
+    from cricket_attn.data.deliveries import load_tables
+    from cricket_attn.training.baselines import find_transformer_run
+    from cricket_attn.training.train import train
+    from tests.conftest import FIXTURES, tiny_train_config
+
+    leagues = FIXTURES.parent / "cricsheet_t20"
+    runs = {}
+    for name, sources in (("ipl", [FIXTURES]), ("pooled", [FIXTURES, leagues])):
+        listed = f"data.sources=[{','.join(map(str, sources))}]"
+        cfg = tiny_train_config(tmp_path, listed, "refit=false", f"paths.output_dir={tmp_path / name}")
+        runs[name] = train(cfg)["mlflow_run_id"]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ipl_key = load_tables([FIXTURES], phases, tmp_path / "data").key  # what the baselines on the IPL read
+    assert ipl_key in {i.dataset.digest for i in MlflowClient(uri).get_run(runs["ipl"]).inputs.dataset_inputs}
+    assert find_transformer_run(uri, "cricket_attn", None, ipl_key) == runs["ipl"]
+    assert find_transformer_run(uri, "cricket_attn", None) == runs["pooled"]
