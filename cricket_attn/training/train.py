@@ -455,6 +455,8 @@ def preflight(cfg: DictConfig) -> None:
     if cfg.resume:
         return
     start_from(cfg)  # an earlier run to start from, with a selected model, before any data is read
+    if cfg.refit:
+        start_from(cfg, 0)  # and, for the refit, its refit members (a selection-only run has none)
     if cfg.get("logger"):
         tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
     try:

@@ -365,6 +365,11 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
         train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
     with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
         train(tiny_train_config(tmp_path / "none", "~logger", f"init_from={tmp_path}"))
+    # A selection-only run has no refit members: a refit from it is refused before any work, not after
+    # its selection stage.
+    with pytest.raises(ConfigError, match=f"init_from={tmp_path / 'fresh' / 'run'}: that run has no refit member"):
+        train(tiny_train_config(tmp_path / "late", *still, f"init_from={tmp_path / 'fresh' / 'run'}"))
+    assert not (tmp_path / "late" / "run").exists()
 
 
 def test_weight_averaging_validates_and_keeps_the_average(tmp_path):
