@@ -324,9 +324,9 @@ class _Parser:
             for key in ("from", "to"):
                 value = self.get(window, key, (int, float), at)
                 over, _, place = repr(float(value)).partition(".")
-                over, place = int(over), int(place)
-                if value < 0 or place < 1:
+                if not (0 <= value < 1000 and over.isdigit() and place.isdigit() and int(place) >= 1):
                     raise self.error(f"{at}.{key}", f"{value!r} is not a ball in over.delivery notation (0.1 on)")
+                over, place = int(over), int(place)
                 if key == "to" and place == 1 and (over, 10) in legal_at:
                     place = 10  # JSON reads "5.10" (an over's tenth delivery) as 5.1
                 # A ball the innings never reached (it ended first) is counted as if the over had no extras.
