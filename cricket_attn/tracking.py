@@ -406,16 +406,9 @@ def latest_transformer_run(uri: str, experiment: str = "cricket_attn", data_key:
         return None
     runs = client.search_runs(
         [exp.experiment_id],
-        "tags.model_family = 'transformer' and attributes.status = 'FINISHED'",
+        "tags.model_family = 'transformer' and attributes.status = 'FINISHED'"
+        + (f" and datasets.digest = '{data_key}'" if data_key else ""),
         order_by=["attributes.end_time DESC"],
-        max_results=200,
+        max_results=20,
     )
-    return next(
-        (
-            run
-            for run in runs
-            if "test/log_loss" in run.data.metrics
-            and (data_key is None or data_key in {i.dataset.digest for i in run.inputs.dataset_inputs})
-        ),
-        None,
-    )
+    return next((run for run in runs if "test/log_loss" in run.data.metrics), None)

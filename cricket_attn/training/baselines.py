@@ -127,9 +127,10 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         raise SettingError(f"data.{err}") from None
     uri, experiment = cfg.logger.tracking_uri, cfg.logger.experiment_name
     tracking.check_tracking_uri(uri)
-    reference = find_transformer_run(uri, experiment, cfg.baselines.against)  # a wrong `against` fails here
+    against = cfg.baselines.against
+    reference = find_transformer_run(uri, experiment, against) if against else None  # a wrong one fails here
     tables = load_tables(configured_sources(data.sources), phases, project_path(data.data_dir))
-    reference = reference if cfg.baselines.against else find_transformer_run(uri, experiment, None, tables.key)
+    reference = reference or find_transformer_run(uri, experiment, None, tables.key)
     ref_run = tracking.MlflowClient(uri).get_run(reference) if reference else None
     comparison = None
     if ref_run:  # the tag the runs of this comparison share; a run from before the tag existed gets it now
