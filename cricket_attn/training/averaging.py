@@ -29,11 +29,9 @@ class EpochEMA(EMAWeightAveraging):
             raise ValueError(f"callbacks.weight_averaging.half_life_epochs must be above 0, got {half_life_epochs}")
         super().__init__(use_buffers=False)
         self.half_life_epochs = float(half_life_epochs)
-        self.decay: float | None = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage == "fit":
             steps = int(trainer.estimated_stepping_batches) // max(int(trainer.max_epochs or 1), 1)
-            self.decay = ema_decay(self.half_life_epochs, steps)
-            self._kwargs["avg_fn"] = get_ema_avg_fn(decay=self.decay)
+            self._kwargs["avg_fn"] = get_ema_avg_fn(decay=ema_decay(self.half_life_epochs, steps))
         super().setup(trainer, pl_module, stage)
