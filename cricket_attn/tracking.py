@@ -406,9 +406,9 @@ def latest_transformer_run(uri: str, experiment: str = "cricket_attn", data_key:
         return None
     runs = client.search_runs(
         [exp.experiment_id],
-        "tags.model_family = 'transformer' and attributes.status = 'FINISHED'"
+        "tags.model_family = 'transformer' and attributes.status = 'FINISHED' and metrics.`test/log_loss` > -1"
         + (f" and datasets.digest = '{data_key}'" if data_key else ""),
         order_by=["attributes.end_time DESC"],
-        max_results=20,
+        max_results=1,
     )
-    return next((run for run in runs if "test/log_loss" in run.data.metrics), None)
+    return runs[0] if runs else None

@@ -20,7 +20,13 @@ from omegaconf import OmegaConf
 from cricket_attn.data.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.model import ConfigError
-from cricket_attn.tracking import TrackingError, check_tracking_uri, start_run, system_metrics
+from cricket_attn.tracking import (
+    TrackingError,
+    check_tracking_uri,
+    latest_transformer_run,
+    start_run,
+    system_metrics,
+)
 from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
 
@@ -92,6 +98,27 @@ def test_system_metrics_are_sampled_while_the_work_runs(tmp_path):
     metrics = MlflowClient(uri).get_run(run_id).data.metrics
     assert 0 <= metrics["system/cpu_utilization_percentage"] <= 100
     assert metrics["system/system_memory_usage_megabytes"] > 0
+
+
+def test_the_baselines_pair_with_the_last_tested_run_however_many_untested_came_after(tmp_path):
+    """Selection-only and unfinished runs are not what a baselines table pairs with, even 25 of them."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("cricket_attn")
+
+    def run(tested: bool, status: str = "FINISHED") -> str:
+        run_id = client.create_run(experiment, tags={"model_family": "transformer"}).info.run_id
+        if tested:
+            client.log_metric(run_id, "test/log_loss", 1.66)
+        client.set_terminated(run_id, status)
+        return run_id
+
+    tested = run(True)
+    for _ in range(25):
+        run(False)
+    run(True, status="FAILED")
+    assert latest_transformer_run(uri).info.run_id == tested
+    assert latest_transformer_run(uri, data_key="no such tables") is None
 
 
 def test_a_run_ends_finished_failed_or_killed_even_by_sigterm(tmp_path):
