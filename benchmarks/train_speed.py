@@ -1,6 +1,7 @@
 """Training throughput (deliveries per second) and peak memory of the transformer as conf/ configures it.
 
-Usage: python benchmarks/train_speed.py [--epochs 2] [--set context] [--variant 'NAME=OVERRIDE ...'] [OVERRIDE ...]
+Usage: python benchmarks/train_speed.py [--epochs 2 | --validate] [--set context] [--variant 'NAME=OVERRIDE ...']
+    [OVERRIDE ...]
 
 Each variant is the default configuration (conf/config.yaml) with its overrides, timed in the same run:
 `--set NAME` takes the variants of conf/ablation_set/NAME.yaml (e.g. `context`: players' histories and
@@ -10,7 +11,10 @@ default is timed. Trailing overrides apply to every variant, e.g. on a GPU
 `trainer=gpu trainer.precision=bf16-mixed data.batch_size=1024`.
 
 Times `Trainer.fit` over the selection stage's training seasons with validation off, so the number is
-training alone (the data set-up, teacher included, comes before the clock starts). The peak RSS column is
+training alone (the data set-up, teacher included, comes before the clock starts). With `--validate` each
+variant is the whole selection stage instead (early stopping on the validation season as conf/callbacks
+sets it, up to the trainer's max_epochs): the table adds its best validation loss (uncalibrated) and epoch,
+and the time includes the validation passes; how a batch size on a GPU trains, not only how fast. The peak RSS column is
 the process's peak so far, so only its growth down the table says anything. Prints a table last.
 """
 
@@ -52,13 +56,14 @@ class Deliveries(pl.Callback):
         self.count += int(batch["mask"].sum())
 
 
-def time_training(overrides: list[str], epochs: int) -> dict:
+def time_training(overrides: list[str], epochs: int | None) -> dict:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"), tempfile.TemporaryDirectory() as tmp:
         cfg = compose(config_name="config", overrides=[f"paths.output_dir={tmp}", *overrides])
         return _time(cfg, epochs)
 
 
-def _time(cfg, epochs: int) -> dict:
+def _time(cfg, epochs: int | None) -> dict:
+    """`epochs` of training alone, or (None) the selection stage with its early stopping."""
     pl.seed_everything(cfg.seed)
     dm = hydra.utils.instantiate(cfg.data)
     dm.prepare_data()
@@ -66,15 +71,16 @@ def _time(cfg, epochs: int) -> dict:
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     counted = Deliveries()
+    stop = hydra.utils.instantiate(cfg.callbacks.early_stopping) if epochs is None else None
+    limits = {"max_epochs": epochs, "limit_val_batches": 0} if stop is None else {}
     trainer = hydra.utils.instantiate(
         cfg.trainer,
-        max_epochs=epochs,
-        limit_val_batches=0,
+        **limits,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[counted],
+        callbacks=[counted] + ([stop] if stop else []),
     )
     gpu = cfg.trainer.accelerator == "gpu"
     if gpu:
@@ -88,32 +94,40 @@ def _time(cfg, epochs: int) -> dict:
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
         "device": torch.cuda.get_device_name() if gpu else cpu(),
+        "val_loss": float(stop.best_score) if stop else None,
+        "best_epoch": trainer.current_epoch - stop.wait_count if stop else None,
     }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--validate", action="store_true", help="the selection stage, early stopping and all")
     p.add_argument("--set", help="time the variants of conf/ablation_set/SET.yaml")
     p.add_argument("--variant", action="append", default=[], help="'NAME=OVERRIDE OVERRIDE': one more variant")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every variant")
     args = p.parse_args()
-    rows = {name: time_training(own + args.overrides, args.epochs) for name, own in variants(args).items()}
+    epochs = None if args.validate else args.epochs
+    rows = {name: time_training(own + args.overrides, epochs) for name, own in variants(args).items()}
     first = next(iter(rows.values()))
     print(
         f"device: {first['device']}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
-        f"{args.epochs} epochs; overrides for all: {' '.join(args.overrides) or 'none'}"
+        f"{'the selection stage' if epochs is None else f'{epochs} epochs'}; "
+        f"overrides for all: {' '.join(args.overrides) or 'none'}"
     )
     print(
         f"{'variant':<26} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'vs default':>10} {'peak RSS GB':>12}"
         + (f" {'GPU peak GB':>12}" if first["gpu_peak_gb"] is not None else "")
+        + (f" {'val loss':>9} {'best epoch':>10}" if epochs is None else "")
     )
     base = rows["default"]["deliveries"] / rows["default"]["seconds"]
     for name, r in rows.items():
         rate = r["deliveries"] / r["seconds"]
         print(
             f"{name:<26} {r['deliveries']:>11,} {r['seconds']:>8.1f} {rate:>13,.0f} {rate / base:>10.2f} "
-            f"{r['peak_rss_gb']:>12.2f}" + (f" {r['gpu_peak_gb']:>12.2f}" if r["gpu_peak_gb"] is not None else "")
+            f"{r['peak_rss_gb']:>12.2f}"
+            + (f" {r['gpu_peak_gb']:>12.2f}" if r["gpu_peak_gb"] is not None else "")
+            + (f" {r['val_loss']:>9.4f} {r['best_epoch']:>10}" if epochs is None else "")
         )
 
 
