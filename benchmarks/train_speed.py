@@ -8,14 +8,15 @@ Each variant is the default configuration (conf/config.yaml) with its overrides,
 the first innings against the default), `--variant` adds one
 (`--variant 'k64=data.history_balls=64 model.history_roles=[batter]'`), and with neither only the
 default is timed. Trailing overrides apply to every variant, e.g. on a GPU
-`trainer=gpu trainer.precision=bf16-mixed data.batch_size=1024`.
+`trainer=gpu data.batch_size=64`.
 
 Times `Trainer.fit` over the selection stage's training seasons with validation off, so the number is
 training alone (the data set-up, teacher included, comes before the clock starts). With `--validate` each
-variant is the whole selection stage instead (early stopping on the validation season as conf/callbacks
-sets it, up to the trainer's max_epochs): the table adds its best validation loss (uncalibrated) and epoch,
-and the time includes the validation passes; how a batch size on a GPU trains, not only how fast. The peak RSS column is
-the process's peak so far, so only its growth down the table says anything. Prints a table last.
+variant is the whole selection stage instead (conf/callbacks' early stopping on the validation season, and
+weight averaging where configured; up to the trainer's max_epochs): the table adds its best validation
+loss (uncalibrated) and epoch, and the time includes the validation passes; how a batch size on a GPU
+trains, not only how fast. The peak RSS column is the process's peak so far, so only its growth down the
+table says anything. Prints a table last.
 """
 
 from __future__ import annotations
@@ -71,8 +72,14 @@ def _time(cfg, epochs: int | None) -> dict:
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     counted = Deliveries()
-    stop = hydra.utils.instantiate(cfg.callbacks.early_stopping) if epochs is None else None
-    limits = {"max_epochs": epochs, "limit_val_batches": 0} if stop is None else {}
+    # the selection stage: every configured callback (weight averaging too) but the checkpoints
+    staged = (
+        []
+        if epochs
+        else [hydra.utils.instantiate(c) for n, c in cfg.callbacks.items() if c and n != "model_checkpoint"]
+    )
+    stop = next((c for c in staged if isinstance(c, pl.callbacks.EarlyStopping)), None)
+    limits = {"max_epochs": epochs, "limit_val_batches": 0} if epochs else {}
     trainer = hydra.utils.instantiate(
         cfg.trainer,
         **limits,
@@ -80,7 +87,7 @@ def _time(cfg, epochs: int | None) -> dict:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[counted] + ([stop] if stop else []),
+        callbacks=[counted, *staged],
     )
     gpu = cfg.trainer.accelerator == "gpu"
     if gpu:
