@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 from cricket_attn import progress, settings, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR
+from cricket_attn.data import deliveries, teacher
 from cricket_attn.metrics import match_bootstrap_sums, per_ball_log_loss
 
 log = logging.getLogger(__name__)
@@ -89,11 +90,13 @@ def settings_digest(overrides: tuple[str, ...]) -> str:
     """What a run is, whatever its variant is called in whichever set: a digest of the training config
     (conf/config.yaml) its overrides compose to, less where it runs and logs. So a variant another set has
     run is found again, and a run made while conf/ held other defaults is not taken for one of today's (a
-    digest, so the tag passes the command line as one plain word)."""
+    digest, so the tag passes the command line as one plain word). The deliveries table's schema and the
+    teacher's features are in it too: a run on data an older ingest built is not one of today's."""
     loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
     composed = loader.load_configuration("config", list(overrides), run_mode=RunMode.RUN)
     what = {k: v for k, v in OmegaConf.to_container(composed, resolve=False).items() if k not in PLACE_KEYS}
     what["data"].pop("data_dir", None)
+    what["versions"] = {"deliveries": deliveries.SCHEMA_VERSION, "teacher": teacher.TEACHER_FEATURES_VERSION}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -13,6 +13,7 @@ from mlflow import MlflowClient
 
 from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
+from cricket_attn.data import deliveries, teacher
 from cricket_attn.metrics import paired_difference
 from cricket_attn.training.ablation import (
     Job,
@@ -264,3 +265,18 @@ def test_a_run_is_known_by_the_config_it_composes_to():
     assert settings_digest(("data.records=null", "data.min_count=50")) != default
     with pytest.raises(ValueError, match=r"variant self_only: .*model.contex=0.* make no training config"):
         run_key(ablation_config(Path("/tmp"), "variants.self_only=['model.contex=0']"), SELF_ONLY)
+
+
+def test_a_run_on_data_an_older_ingest_built_is_not_one_of_todays(monkeypatch):
+    """The same overrides after the deliveries table's schema or the teacher's features changed make
+    another run: the record's runs on the old table are not reused (the phases' change of schema 7)."""
+    today = settings_digest(())
+    try:
+        monkeypatch.setattr(deliveries, "SCHEMA_VERSION", deliveries.SCHEMA_VERSION - 1)
+        settings_digest.cache_clear()
+        older = settings_digest(())
+        monkeypatch.setattr(teacher, "TEACHER_FEATURES_VERSION", teacher.TEACHER_FEATURES_VERSION - 1)
+        settings_digest.cache_clear()
+        assert len({today, older, settings_digest(())}) == 3
+    finally:
+        settings_digest.cache_clear()  # today's digests for the tests after this one
