@@ -15,7 +15,8 @@ training alone (the data set-up, teacher included, comes before the clock starts
 variant is the whole selection stage instead (conf/callbacks' early stopping on the validation season, and
 weight averaging where configured; up to the trainer's max_epochs): the table adds its best validation
 loss (uncalibrated) and epoch, and the time includes the validation passes; how a batch size on a GPU
-trains, not only how fast. The peak RSS column is the process's peak so far, so only its growth down the
+trains, not only how fast (a fresh model each time: `init_from` is not read, so a fine-tune is not
+timed). The peak RSS column is the process's peak so far, so only its growth down the
 table says anything. Prints a table last.
 """
 
@@ -74,12 +75,12 @@ def _time(cfg, epochs: int | None) -> dict:
     counted = Deliveries()
     # the selection stage: every configured callback (weight averaging too) but the checkpoints
     staged = (
-        []
-        if epochs
-        else [hydra.utils.instantiate(c) for n, c in cfg.callbacks.items() if c and n != "model_checkpoint"]
+        [hydra.utils.instantiate(c) for n, c in cfg.callbacks.items() if c and n != "model_checkpoint"]
+        if epochs is None
+        else []
     )
     stop = next((c for c in staged if isinstance(c, pl.callbacks.EarlyStopping)), None)
-    limits = {"max_epochs": epochs, "limit_val_batches": 0} if epochs else {}
+    limits = {} if epochs is None else {"max_epochs": epochs, "limit_val_batches": 0}
     trainer = hydra.utils.instantiate(
         cfg.trainer,
         **limits,
@@ -108,12 +109,15 @@ def _time(cfg, epochs: int | None) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--validate", action="store_true", help="the selection stage, early stopping and all")
+    how_long = p.add_mutually_exclusive_group()
+    how_long.add_argument("--epochs", type=int, default=2, help="epochs of training alone (at least 1)")
+    how_long.add_argument("--validate", action="store_true", help="the selection stage, early stopping and all")
     p.add_argument("--set", help="time the variants of conf/ablation_set/SET.yaml")
     p.add_argument("--variant", action="append", default=[], help="'NAME=OVERRIDE OVERRIDE': one more variant")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every variant")
     args = p.parse_args()
+    if args.epochs < 1:
+        p.error(f"--epochs {args.epochs}: must be at least 1")
     epochs = None if args.validate else args.epochs
     rows = {name: time_training(own + args.overrides, epochs) for name, own in variants(args).items()}
     first = next(iter(rows.values()))

@@ -91,7 +91,8 @@ def settings_digest(overrides: tuple[str, ...]) -> str:
     (conf/config.yaml) its overrides compose to, less where it runs and logs. So a variant another set has
     run is found again, and a run made while conf/ held other defaults is not taken for one of today's (a
     digest, so the tag passes the command line as one plain word). The deliveries table's schema and the
-    teacher's features are in it too: a run on data an older ingest built is not one of today's."""
+    teacher's features are in it too: a run on data an older ingest built is not one of today's (a change in how
+    records or model features are computed from the same table is not seen: bump a version with it)."""
     loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
     composed = loader.load_configuration("config", list(overrides), run_mode=RunMode.RUN)
     what = {k: v for k, v in OmegaConf.to_container(composed, resolve=False).items() if k not in PLACE_KEYS}
