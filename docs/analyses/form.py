@@ -18,6 +18,9 @@ seasons it never saw:
     python docs/analyses/form.py --model outputs/<make main run>/checkpoints/refit/calibrated.ckpt \
         --season-back-model outputs/ablations/attention/season_back/default/seed0/checkpoints/refit/calibrated.ckpt
 
+A model of every league: `--data t20 --competition "Indian Premier League"` (the records read from every
+league's matches, the form and the scores from that competition's balls).
+
 The forms so far are `cricket_attn.scoring.form`'s (the simulator's option); the oracle is this script's.
 The weights and n0 are fitted on 2024 (with the model fitted through 2023) and applied to 2025-2026 (the
 model fitted through 2024); the fit on each season itself is reported too.
@@ -33,6 +36,7 @@ import torch
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.sources import configured_sources
 from cricket_attn.metrics import PROB_COLUMNS, labels_of, match_bootstrap
 from cricket_attn.scoring.form import ROLES, PlayerForm, ball_losses, fit_weights
 from cricket_attn.scoring.serving import load_trained
@@ -71,16 +75,22 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="the default fitted through 2024")
     p.add_argument("--season-back-model", required=True, help="the default fitted through 2023")
+    p.add_argument("--data", default="ipl", help="the data config the models were trained on (default ipl)")
+    p.add_argument("--competition", help="score and measure this competition's balls only")
     args = p.parse_args()
     torch.set_grad_enabled(False)
-    cfg = load_data_config("ipl")
-    d = load_tables(None, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)).deliveries
+    cfg = load_data_config(args.data)
+    sources = configured_sources(cfg.sources) if cfg.get("sources") else None
+    d = load_tables(sources, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)).deliveries
     d = d[~d["is_super_over"].astype(bool)]
+    known = d
+    if args.competition:
+        d = d[d["competition"] == args.competition]
     dates = d.groupby(d["match_id"].astype(str))["date"].first()
     seasons = {"2024": (args.season_back_model, [2024]), "2025-2026": (args.model, [2025, 2026])}
     data = {}
     for name, (model, years) in seasons.items():
-        s = scored(model, d[d["season"].isin(years)].reset_index(drop=True), d)
+        s = scored(model, d[d["season"].isin(years)].reset_index(drop=True), known)
         data[name] = (s, np.log(s[list(PROB_COLUMNS)].to_numpy(np.float64)), labels_of(s))
 
     def design(name: str, balls: float, oracle: bool) -> np.ndarray:
