@@ -16,8 +16,8 @@ variant is the whole selection stage instead (conf/callbacks' early stopping on 
 weight averaging where configured; up to the trainer's max_epochs): the table adds its best validation
 loss (uncalibrated) and epoch, and the time includes the validation passes; how a batch size on a GPU
 trains, not only how fast (a fresh model each time: `init_from` is not read, so a fine-tune is not
-timed). The peak RSS column is the process's peak so far, so only its growth down the
-table says anything. Prints a table last.
+timed). The peak RSS column is the process's peak so far, so only its growth down the table says
+anything. Prints a table last.
 """
 
 from __future__ import annotations

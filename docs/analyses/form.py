@@ -80,7 +80,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_grad_enabled(False)
     cfg = load_data_config(args.data)
-    sources = configured_sources(cfg.sources) if cfg.get("sources") else None
+    sources = configured_sources(cfg.get("sources"))
     d = load_tables(sources, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)).deliveries
     d = d[~d["is_super_over"].astype(bool)]
     known = d
