@@ -34,7 +34,7 @@ from cricket_attn.scoring.cli import (
     write_table,
     writing,
 )
-from cricket_attn.scoring.serving import load_trained
+from cricket_attn.scoring.serving import TrainedModel, load_trained
 from cricket_attn.settings import count
 from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, ROLES, value_matches
 from cricket_attn.valuation.plots import plot_card, plot_leaders
@@ -54,7 +54,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--season", type=int, action="append", help="only these seasons (repeatable; default: all)")
     p.add_argument("--competition", action="append", help="only these competitions, as the files name them")
     p.add_argument("--match", action="append", help="only these match ids (repeatable)")
-    p.add_argument("--player", action="append", help="only these players, by name or registry id (repeatable)")
+    p.add_argument(
+        "--player",
+        action="append",
+        help="only these players, by any name they are written under or "
+        "registry id; a name two players share is refused (repeatable)",
+    )
     p.add_argument("--card", action="append", help="draw this player's card in --plots (by name or id; repeatable)")
     p.add_argument(
         "--by", nargs="*", choices=GROUPS, default=list(GROUPS), help="group each player's balls by these "
@@ -112,16 +117,26 @@ def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
     return d[keep]
 
 
-def check_players(d: pd.DataFrame, args: argparse.Namespace) -> None:
-    """Each player asked for (`--player`, `--card`) has a ball in `d`, as batter or bowler, by name or
-    registry id."""
-    there, d = set(), d[~d["is_super_over"].astype(bool)]  # a super over is not valued
-    for role in ("batter", "bowler"):
-        there |= set(d[role].astype(str)) | set(d[f"{role}_id"].dropna().astype(str))
+def player_keys(trained: TrainedModel, d: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
+    """Each player asked for (`--player`, `--card`), by any name he is written under in `d` or his registry
+    id, as the model keys him (the players' table's `player_id`): one player under two names (NA Saini,
+    Navdeep Saini) is one; a name two players share is refused, naming their ids."""
+    d = d[~d["is_super_over"].astype(bool)]  # a super over is not valued
+    written = pd.concat(
+        pd.DataFrame({"name": d[r].astype(str), "id": d[f"{r}_id"].astype(str), "key": trained.encoder.key(d, r)})
+        for r in ("batter", "bowler")
+    ).drop_duplicates()
+    keys = {}
     for flag, players in (("--player", args.player), ("--card", args.card)):
-        missing = [p for p in players or [] if p not in there]
-        if missing:
-            raise ValueError(f"{flag} {missing[0]}: no ball batted or bowled in the matches valued")
+        for player in players or []:
+            found = sorted(set(written.loc[(written["name"] == player) | (written["id"] == player), "key"]))
+            if not found:
+                raise ValueError(f"{flag} {player}: no ball batted or bowled in the matches valued")
+            if len(found) > 1:
+                named = f"the name of {len(found)} players ({', '.join(found)}); give one's id"
+                raise ValueError(f"{flag} {player}: {named}")
+            keys[player] = found[0]
+    return keys
 
 
 def reliability_path(args: argparse.Namespace) -> Path:
@@ -173,7 +188,7 @@ def run(args: argparse.Namespace) -> str:
     valued = valued[~valued["match_id"].astype(str).isin(refused)]
     if valued.empty:
         raise ValueError(f"nothing to value: the model takes none of the matches ({next(iter(refused.values()))})")
-    check_players(valued, args)
+    keys = player_keys(trained, valued, args)
     if args.reliability and not consecutive_seasons(valued):
         raise ValueError(
             "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)"
@@ -181,9 +196,12 @@ def run(args: argparse.Namespace) -> str:
     by = list(args.by)
     balls, table = value_matches(trained, valued, known, matches, by, args.min_balls, args.boot, args.seed)
     table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
-    pictures = draw(table, args, by) if args.plots is not None else []  # every player's, before --player
+    pictures = draw(table, args, by, keys) if args.plots is not None else []  # every player's, before --player
     if args.player:
-        table = table[table["player"].isin(args.player) | table["player_id"].isin(args.player)]
+        table = table[table["player_id"].isin([keys[p] for p in args.player])]
+        missing = [p for p in args.player if keys[p] not in set(table["player_id"])]
+        if missing:  # on a ball as batter, but every one a wide (not a ball faced)
+            raise ValueError(f"--player {missing[0]}: no ball faced or bowled in the matches valued")
     if args.balls_out is not None:  # before the table: a refusal here leaves no new --out behind
         write_table(balls, args.balls_out, "--balls-out")
     write_table(table, args.out)
@@ -201,8 +219,9 @@ def run(args: argparse.Namespace) -> str:
     )
 
 
-def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str]) -> list[Path]:
-    """The leaders' chart of each group (the `MOST_PICTURES` largest), and each --card player's card."""
+def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str], keys: dict[str, str]) -> list[Path]:
+    """The leaders' chart of each group (the `MOST_PICTURES` largest), and each --card player's card (`keys`:
+    as `player_keys` found him)."""
     pictures = []
     groups = table.groupby(by, observed=True, sort=False) if by else [((), table)]
     groups = sorted(groups, key=lambda g: -len(g[1]))[:MOST_PICTURES]
@@ -212,7 +231,7 @@ def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str]) -> list[P
         pictures.append(plot_leaders(group, args.plots / f"leaders_{name}.png", args.top, " ".join(map(str, key))))
     for player in args.card or []:
         safe = player.replace(" ", "-").replace("/", "-")
-        pictures.append(plot_card(table, player, args.plots / f"card_{safe}.png"))
+        pictures.append(plot_card(table, keys[player], args.plots / f"card_{safe}.png"))
     return pictures
 
 

@@ -3,21 +3,23 @@ place was expected to give, by the ball model.
 
 The model reads every ball of an innings twice more: once with every batter replaced by an average batter,
 once with every bowler by an average bowler, the rest as it was: the match state, the venue, the
-competition, the other player, the balls before. The average batter of a competition's season is what the
-model reads of the batter on its typical ball (`average_blocks`): the mean, over every ball faced in that
-competition and season, of the batter's inputs (his record as of the day, or his rates), with no embedding
-of his own and no history. Not the unknown player: in a model of records as of the day he is a debutant,
-whom the model rightly expects to do worse; and not a record of exactly the competition's mix, because the
-balls are faced mostly by the better batters (the weaker ones bat less), so that record is below the
-typical ball's batter. So a season's batters, all together, make about what their average would have: the
-sum is reported, not forced. An average batter's expected runs off a ball are its class probabilities
-times each class's mean runs to the batter in the model's training seasons; likewise the runs an average
-bowler concedes, his wickets, and the batter's chance of being out.
+competition, the other player, the balls before. The average player has had the same balls in the match
+(being set is the situation) but not the player's figures in it: his score, or his spell's runs and
+wickets, are the average player's rate per ball times those balls (`IN_MATCH`). The average batter of a
+competition's season is what the model reads of the batter on its typical ball (`average_blocks`): the
+mean, over every ball faced in that competition and season, of the batter's inputs (his record as of the
+day, or his rates), with no embedding of his own and no history. Not the unknown player: in a model of
+records as of the day he is a debutant, whom the model rightly expects to do worse; and not a record of
+exactly the competition's mix, because the balls are faced mostly by the better batters (the weaker ones
+bat less), so that record is below the typical ball's batter. So a season's batters, all together, make
+about what their average would have: the sum is reported, not forced. An average batter's expected runs
+off a ball are its class probabilities times each class's mean runs to the batter in the model's training
+seasons; likewise the runs an average bowler concedes, his wickets, and the batter's chance of being out.
 
-A wide is not a ball faced (nor a stumping off one): a batter is valued on the other deliveries, against
-what an average batter was expected to make of a delivery that was not a wide (the model's distribution
-without the wide class). A
-bowler is valued on every delivery: wides and no-balls are his. Byes and leg-byes are nobody's.
+A wide is not a ball faced (nor a stumping off one, 58 of the IPL's 14,631 wicket balls): a batter is
+valued on the other deliveries, against what an average batter was expected to make of a delivery that
+was not a wide (the model's distribution without the wide class). A bowler is valued on every delivery:
+wides and no-balls are his. Byes and leg-byes are nobody's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.features import ball_counts
+from cricket_attn.data.features import STATE_COLUMNS, ball_counts
 from cricket_attn.data.sequences import BallSequences, SequenceEncoder
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed, outcome_codes
 from cricket_attn.scoring.probabilities import sequence_probabilities
@@ -105,6 +107,17 @@ class ClassValues:
 
 
 GROUP = ("competition", "season")  # whose average player a ball is measured against
+# A player's own figures in the match so far (his score, his spell), which the average player in his place
+# does not have: each is read as the average player's rate per ball (the numerator of `counted`, per ball
+# faced or bowled) times the balls he has had (the column after the arrow), which stay: being set is the
+# situation, how he got there is the player.
+IN_MATCH = {
+    "batter": {"batter_runs_before": ("runs", "batter_balls_before")},
+    "bowler": {
+        "bowler_runs_before": ("conceded", "bowler_balls_before"),
+        "bowler_wickets_before": ("bowler_wickets", "bowler_balls_before"),
+    },
+}
 
 
 def average_blocks(encoder: SequenceEncoder, known: pd.DataFrame, role: str, groups: pd.DataFrame) -> pd.DataFrame:
@@ -126,14 +139,43 @@ def average_blocks(encoder: SequenceEncoder, known: pd.DataFrame, role: str, gro
     return pd.DataFrame(scaled, index=pd.MultiIndex.from_frame(k[list(GROUP)])).groupby(level=list(GROUP)).mean()
 
 
-def with_average(sequences: BallSequences, encoder: SequenceEncoder, role: str, blocks: np.ndarray) -> BallSequences:
+def in_match_rates(known: pd.DataFrame, role: str, groups: pd.DataFrame) -> pd.DataFrame:
+    """Per competition and season of `groups`, the average `role`'s rate per ball of each of his in-match
+    figures (IN_MATCH): runs per ball faced, or runs conceded and wickets per legal ball bowled."""
+    k = known[~known["is_super_over"].astype(bool)].merge(groups.drop_duplicates(), on=list(GROUP))
+    counts = counted(k)
+    runs = pd.Series(k["runs_batter"].to_numpy(dtype=np.float64), index=k.index)
+    per_ball = {"runs": runs, "conceded": counts["conceded"], "bowler_wickets": counts["bowler_wickets"]}
+    balls = np.asarray(counts["faced"] if role == "batter" else k["is_legal"], dtype=np.float64)
+    sums = (
+        pd.DataFrame(
+            {column: np.asarray(per_ball[what], dtype=np.float64) for column, (what, _) in IN_MATCH[role].items()}
+            | {"_balls": balls},
+            index=pd.MultiIndex.from_frame(k[list(GROUP)]),
+        )
+        .groupby(level=list(GROUP))
+        .sum()
+    )
+    return sums.drop(columns="_balls").div(sums["_balls"], axis=0)
+
+
+def with_average(
+    sequences: BallSequences, encoder: SequenceEncoder, role: str, blocks: np.ndarray, rates: np.ndarray
+) -> BallSequences:
     """The same sequences with every `role` ("batter" or "bowler") an average player: his block of the
     numeric features `blocks` (one row per delivery of the table encoded, by its `row`), no embedding of his
-    own (the unknown's), no history."""
+    own (the unknown's), no history, and his figures in the match so far `rates` (per delivery, one column
+    per IN_MATCH figure of the role) times the balls he has had."""
     tensors = dict(sequences.tensors)
     numeric, real = tensors["numeric"].clone(), tensors["mask"]
     at = encoder.block_slice(role)
-    numeric[..., at][real] = torch.from_numpy(blocks[tensors["row"][real].numpy()].astype(np.float32))
+    rows = tensors["row"][real].numpy()
+    numeric[..., at][real] = torch.from_numpy(blocks[rows].astype(np.float32))
+    for j, (column, (_, balls_column)) in enumerate(IN_MATCH[role].items()):
+        i, b = STATE_COLUMNS.index(column), STATE_COLUMNS.index(balls_column)
+        balls = numeric[..., b][real].double() * float(encoder.std[b]) + float(encoder.mean[b])
+        figure = balls.numpy() * rates[rows, j]
+        numeric[..., i][real] = torch.from_numpy(((figure - encoder.mean[i]) / encoder.std[i]).astype(np.float32))
     tensors["numeric"] = numeric
     tensors[role] = torch.zeros_like(tensors[role])
     if f"{role}_history" in tensors:
@@ -155,9 +197,11 @@ def average_probabilities(
     competition's season in `known` (`average_blocks`); `d` has regular innings only, indexed 0..n-1, and
     `sequences` are its innings as the encoder made them (once, for both roles)."""
     blocks = average_blocks(trained.encoder, known, role, d[list(GROUP)])
-    per_ball = blocks.reindex(pd.MultiIndex.from_frame(d[list(GROUP)])).to_numpy()
+    where = pd.MultiIndex.from_frame(d[list(GROUP)])
+    per_ball = blocks.reindex(where).to_numpy()
+    rates = in_match_rates(known, role, d[list(GROUP)]).reindex(where).to_numpy()
     rows, probs = sequence_probabilities(
-        trained.model, with_average(sequences, trained.encoder, role, per_ball), batch_size
+        trained.model, with_average(sequences, trained.encoder, role, per_ball, rates), batch_size
     )
     out = np.full((len(d), N_OUTCOMES), np.nan)
     out[rows] = probs

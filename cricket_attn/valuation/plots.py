@@ -40,8 +40,9 @@ def plot_leaders(table: pd.DataFrame, path: str | Path, top: int = 15, title: st
 
 
 def plot_card(table: pd.DataFrame, player: str, path: str | Path) -> Path:
-    """One player's card: his batting runs above expected and bowling runs saved in each season of
-    `table` (`player_values` by season), with their intervals and balls."""
+    """One player's card (`player`: his `player_id`, or a name only he is written under): his batting runs
+    above expected and bowling runs saved in each season of `table` (`player_values` by season), with their
+    intervals and balls."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -6,7 +6,8 @@ seasons against what came of the match), fast enough to read every ball of a sea
 simulator on the same states (README). Each ball adds to the batting side's chance the difference between
 the chance before the next ball (the chasing side's, turned round, after the first innings' last ball)
 and the chance before it; after the match's last ball the chance is the result (1, 0, or 0.5 for a tie).
-So over a match the balls add up to the result minus the chance before the first ball, exactly.
+So over a match the balls, counted for the side batting first (a chase's with their sign turned), add up
+to the result minus the chance before the first ball.
 The batter is credited with what a ball added, the bowler with its opposite: on every delivery the
 bowler, on the balls he faced the batter (a wide is not his, as for runs); byes, leg-byes and run-outs move
 the chance too and go to the bowler and the batter on strike like any ball.

@@ -45,6 +45,21 @@ def test_the_command_writes_the_table_the_pictures_and_a_run(tracked_run, tmp_pa
     assert abs(run.data.metrics["players/runs_above_expected_per_ball"]) < 1
 
 
+def test_a_player_asked_for_by_an_older_name_is_found_under_his_id(tracked_run, tmp_path, capsys):
+    # registry id 21d4e29b bowled as "Navdeep Saini" in 2019 (6 legal balls) and as "NA Saini" in 2023 (12)
+    out = tmp_path / "p.csv"
+    code = main(
+        ["--model", tracked_run["results"]["checkpoint"], "--out", str(out), "--player", "Navdeep Saini", "--by",
+         "season", "--boot", "100", "--no-mlflow", str(FIXTURES)]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(out)
+    bowling = table[table["role"] == "bowling"]
+    assert set(table["player_id"]) == {"21d4e29b"} and set(bowling["season"]) == {2019, 2023}
+    assert set(bowling["balls"]) == {6, 12}
+    assert set(table["player"]) == {"Navdeep Saini", "NA Saini"}  # as written each season
+
+
 def test_a_match_the_model_cannot_take_is_named_and_the_others_valued(tracked_run, tmp_path, capsys):
     for name, doc in (
         ("1473439", json.loads((FIXTURES / "1473439.json").read_text())),

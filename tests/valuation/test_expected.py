@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from cricket_attn.data.deliveries import class_frequencies
-from cricket_attn.data.features import match_state
+from cricket_attn.data.features import STATE_COLUMNS, match_state
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.scoring.probabilities import sequence_probabilities
 from cricket_attn.scoring.serving import TrainedModel
 from cricket_attn.valuation.expected import (
+    IN_MATCH,
     QUANTITIES,
     ClassValues,
     average_blocks,
@@ -112,22 +113,45 @@ def test_nothing_of_the_valued_player_reaches_his_expectation(deliveries, kind):
     rng = np.random.default_rng(0)
     at = {role: trained.encoder.block_slice(role) for role in ("batter", "bowler")}
     average = {role: rng.normal(size=(len(mine), s.stop - s.start)) for role, s in at.items()}
+    rates = {role: rng.uniform(0, 2, size=(len(mine), len(IN_MATCH[role]))) for role in at}
     probabilities = {}
     for name, d in (("real", mine), ("renamed", renamed)):
         known = pd.concat([deliveries[deliveries["match_id"] != match], d])
         trained.encoder.attach_known(known)  # what the model reads of earlier matches, the stranger's none
         sequences = trained.encoder.encode(d.reset_index(drop=True))
         probabilities[name] = {
-            role: sequence_probabilities(trained.model, with_average(sequences, trained.encoder, role, average[role]))[
-                1
-            ]
+            role: sequence_probabilities(
+                trained.model, with_average(sequences, trained.encoder, role, average[role], rates[role])
+            )[1]
             for role in at
         }
         probabilities[name]["own"] = trained.score(d)[["p_4", "p_6", "p_dot"]].to_numpy()
     real, renamed = probabilities["real"], probabilities["renamed"]
-    np.testing.assert_array_equal(real["batter"], renamed["batter"])
+    np.testing.assert_array_equal(real["batter"], renamed["batter"])  # nor his score in the match
     assert np.abs(real["own"] - renamed["own"]).max() > 1e-4
     assert np.abs(real["bowler"] - renamed["bowler"]).max() > 1e-4
+
+
+def test_the_average_player_has_his_balls_in_the_match_but_not_his_figures(deliveries):
+    """A batter on 40 off 20 is replaced by an average batter on 20 times the average runs a ball; a bowler's
+    spell likewise: the balls stay, the runs and wickets are the rate's."""
+    trained = tiny_model(deliveries, "records")
+    d = deliveries[deliveries["season"] == 2025].reset_index(drop=True)
+    sequences = trained.encoder.encode(d)
+    enc, real = trained.encoder, sequences.tensors["mask"]
+    state = match_state(d)
+    for role, columns in IN_MATCH.items():
+        at = enc.block_slice(role)
+        rates = np.tile(np.arange(1, len(columns) + 1) * 0.7, (len(d), 1))
+        numeric = with_average(sequences, enc, role, np.zeros((len(d), at.stop - at.start)), rates).tensors["numeric"]
+        rows = sequences.tensors["row"][real].numpy()
+        for j, (column, (_, balls)) in enumerate(columns.items()):
+            i = STATE_COLUMNS.index(column)
+            read = numeric[..., i][real].double().numpy() * enc.std[i] + enc.mean[i]
+            np.testing.assert_allclose(read, state[balls].to_numpy()[rows] * 0.7 * (j + 1), atol=1e-3)
+            assert np.abs(state[column].to_numpy()[rows] - read).max() > 1  # not his own figures
+        untouched = [STATE_COLUMNS.index(c) for c in STATE_COLUMNS if c not in columns]
+        np.testing.assert_array_equal(numeric[..., untouched], sequences.tensors["numeric"][..., untouched])
 
 
 def test_a_batter_is_valued_on_the_balls_he_faced_a_bowler_on_every_delivery(deliveries):
