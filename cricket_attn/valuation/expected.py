@@ -231,11 +231,11 @@ def ball_values(
       opposite, on every delivery); NaN for a match without a result.
 
     The average players are those of `known` (default: `deliveries`; give every match of the seasons valued).
-    A model that reads earlier matches (records, histories) reads them from what is attached, else from
-    `deliveries`."""
+    A model that reads earlier matches (records, histories) reads them from `known` when it is given, else
+    from what is attached, else from `deliveries`."""
+    if trained.encoder.reads_known and (known is not None or not trained.encoder.known_attached):
+        trained.encoder.attach_known(deliveries if known is None else known)  # `known` given: always its records
     known = deliveries if known is None else known
-    if not trained.encoder.known_attached:
-        trained.encoder.attach_known(known)
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     out = d[[c for c in BALL_COLUMNS if c in d.columns]].copy()
     for role in ("batter", "bowler"):

@@ -155,8 +155,6 @@ def value_matches(
             f"no deliveries of the model's training seasons ({trained.encoder.first_season}-"
             f"{trained.encoder.last_season}) to learn what each outcome is worth from: give them as known matches"
         )
-    if trained.encoder.reads_known:
-        trained.encoder.attach_known(known)
     win = None if matches is None else WinModel.fit(fitted, matches, seed)
     balls = ball_values(trained, deliveries, ClassValues.fit(fitted), known, win, matches)
     return balls, player_values(balls, by, min_balls, n_boot, seed)

@@ -222,3 +222,17 @@ def test_an_innings_stopped_short_does_not_price_a_wicket(deliveries):
 def test_no_first_innings_no_price_of_a_wicket(deliveries):
     with pytest.raises(ValueError, match="no first innings"):
         WicketCost.fit(deliveries[deliveries["innings"] == 2])
+
+
+def test_the_known_matches_given_are_the_ones_read(deliveries):
+    """A notebook valuing the same season twice with different known matches gets each call's records,
+    not the first call's left attached."""
+    trained = tiny_model(deliveries, "records")
+    values = ClassValues.fit(deliveries[deliveries["season"] <= 2023])
+    season = deliveries[deliveries["season"] == 2025]
+    without = deliveries[deliveries["season"] != 2024]  # the players' 2024 matches forgotten
+    first = ball_values(trained, season, values, known=deliveries)
+    second = ball_values(trained, season, values, known=without)
+    fresh = ball_values(tiny_model(deliveries, "records"), season, values, known=without)
+    assert np.abs(first["expected_runs"] - second["expected_runs"]).max() > 1e-4
+    np.testing.assert_array_equal(second["expected_runs"], fresh["expected_runs"])
