@@ -34,6 +34,12 @@ WIN_FEATURES = (
 MIN_LEAF = 10_000
 
 
+def leaf_size(rows: int) -> int:
+    """MIN_LEAF balls a leaf, or a twentieth of the rows where they are fewer than twenty leaves' worth (a few
+    fixture matches still make a model)."""
+    return min(MIN_LEAF, max(rows // 20, 20))
+
+
 def win_features(d: pd.DataFrame) -> np.ndarray:
     """(N, len(WIN_FEATURES)) the state before each delivery of `d` (regular innings)."""
     return match_state(d)[list(WIN_FEATURES)].to_numpy(dtype=np.float64)
@@ -59,8 +65,7 @@ class WinModel:
         X = np.vstack([X, X[tie]])
         y = np.r_[np.where(tie, 1, won), np.zeros(tie.sum())].astype(int)
         weight = np.r_[np.where(tie, 0.5, 1.0), np.full(tie.sum(), 0.5)]
-        leaf = min(MIN_LEAF, max(len(y) // 40, 20))  # a few fixture matches still make a model
-        trees = HistGradientBoostingClassifier(max_iter=200, min_samples_leaf=leaf, random_state=seed)
+        trees = HistGradientBoostingClassifier(max_iter=200, min_samples_leaf=leaf_size(len(y)), random_state=seed)
         return cls(trees.fit(X, y, sample_weight=weight))
 
     def batting_side(self, d: pd.DataFrame) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cricket_attn.valuation.expected import ClassValues, ball_values
-from cricket_attn.valuation.win import WinModel, win_added
+from cricket_attn.valuation.win import MIN_LEAF, WinModel, leaf_size, win_added
 from tests.valuation.test_expected import tiny_model
 
 
@@ -70,3 +70,11 @@ def test_deliveries_out_of_play_order_are_refused(fixture_tables):
     backwards = two.iloc[::-1].reset_index(drop=True)
     with pytest.raises(ValueError, match="must be in play order"):
         win_added(win, backwards, matches)
+
+
+def test_a_leaf_holds_the_chosen_balls_on_a_league_and_fewer_on_a_few_matches(fixture_tables):
+    # the IPL to 2023 is 246,639 rows: its leaves are the 10,000 balls chosen on 2024, not a fortieth of them
+    assert leaf_size(246_639) == MIN_LEAF == 10_000 and leaf_size(2_000_000) == MIN_LEAF
+    d = fixture_tables.deliveries
+    win = WinModel.fit(d[d["season"] <= 2023], fixture_tables.matches)
+    assert 20 <= win.trees.min_samples_leaf < 1_000  # the fixture matches still split
