@@ -117,25 +117,29 @@ def chosen(d: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
     return d[keep]
 
 
-def player_keys(trained: TrainedModel, d: pd.DataFrame, args: argparse.Namespace) -> dict[str, str]:
-    """Each player asked for (`--player`, `--card`), by any name he is written under in `d` or his registry
-    id, as the model keys him (the players' table's `player_id`): one player under two names (NA Saini,
-    Navdeep Saini) is one; a name two players share is refused, naming their ids."""
+def player_keys(trained: TrainedModel, d: pd.DataFrame, args: argparse.Namespace) -> dict[str, list[str]]:
+    """Each player asked for (`--player`, `--card`) as the model keys him (the players' table's `player_id`):
+    by his key, or by any name he is written under in `d` or his registry id. One player under two names
+    (NA Saini, Navdeep Saini) is one; rows of his without an id (keyed by his name) go with those with one;
+    a name of two registry ids (two players) is refused, naming them."""
     d = d[~d["is_super_over"].astype(bool)]  # a super over is not valued
     written = pd.concat(
-        pd.DataFrame({"name": d[r].astype(str), "id": d[f"{r}_id"].astype(str), "key": trained.encoder.key(d, r)})
+        pd.DataFrame({"name": d[r].astype(str), "id": d[f"{r}_id"].astype(object), "key": trained.encoder.key(d, r)})
         for r in ("batter", "bowler")
     ).drop_duplicates()
+    has_id = written["id"].notna() & (written["id"] != "")
     keys = {}
     for flag, players in (("--player", args.player), ("--card", args.card)):
         for player in players or []:
-            found = sorted(set(written.loc[(written["name"] == player) | (written["id"] == player), "key"]))
+            here = (written["key"] == player) | (written["name"] == player) | (has_id & (written["id"] == player))
+            found = sorted(set(written.loc[here, "key"]))
             if not found:
                 raise ValueError(f"{flag} {player}: no ball batted or bowled in the matches valued")
-            if len(found) > 1:
-                named = f"the name of {len(found)} players ({', '.join(found)}); give one's id"
-                raise ValueError(f"{flag} {player}: {named}")
-            keys[player] = found[0]
+            ids = set(written.loc[here & has_id, "id"])
+            if len(ids) > 1 or (not ids and len(found) > 1):  # two registry ids, or two names of a name-keyed model
+                named = ", ".join(sorted(ids) or found)
+                raise ValueError(f"{flag} {player}: {len(ids) or len(found)} players ({named}); ask for one of them")
+            keys[player] = found
     return keys
 
 
@@ -196,12 +200,13 @@ def run(args: argparse.Namespace) -> str:
     by = list(args.by)
     balls, table = value_matches(trained, valued, known, matches, by, args.min_balls, args.boot, args.seed)
     table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
+    for flag, players in (("--player", args.player), ("--card", args.card)):
+        for player in players or []:
+            if not table["player_id"].isin(keys[player]).any():  # on a ball as batter, but every one a wide
+                raise ValueError(f"{flag} {player}: no ball faced or bowled in the matches valued")
     pictures = draw(table, args, by, keys) if args.plots is not None else []  # every player's, before --player
     if args.player:
-        table = table[table["player_id"].isin([keys[p] for p in args.player])]
-        missing = [p for p in args.player if keys[p] not in set(table["player_id"])]
-        if missing:  # on a ball as batter, but every one a wide (not a ball faced)
-            raise ValueError(f"--player {missing[0]}: no ball faced or bowled in the matches valued")
+        table = table[table["player_id"].isin([k for p in args.player for k in keys[p]])]
     if args.balls_out is not None:  # before the table: a refusal here leaves no new --out behind
         write_table(balls, args.balls_out, "--balls-out")
     write_table(table, args.out)
@@ -219,7 +224,7 @@ def run(args: argparse.Namespace) -> str:
     )
 
 
-def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str], keys: dict[str, str]) -> list[Path]:
+def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str], keys: dict[str, list[str]]) -> list[Path]:
     """The leaders' chart of each group (the `MOST_PICTURES` largest), and each --card player's card (`keys`:
     as `player_keys` found him)."""
     pictures = []

@@ -39,16 +39,17 @@ def plot_leaders(table: pd.DataFrame, path: str | Path, top: int = 15, title: st
     return save_figure(fig, path)
 
 
-def plot_card(table: pd.DataFrame, player: str, path: str | Path) -> Path:
-    """One player's card (`player`: his `player_id`, or a name only he is written under): his batting runs
-    above expected and bowling runs saved in each season of `table` (`player_values` by season), with their
-    intervals and balls."""
+def plot_card(table: pd.DataFrame, player: str | list[str], path: str | Path) -> Path:
+    """One player's card (`player`: his `player_id`, a name only he is written under, or the list of his
+    keys): his batting runs above expected and bowling runs saved in each season of `table` (`player_values`
+    by season), with their intervals and balls."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mine = table[(table["player"] == player) | (table["player_id"] == player)]
+    names = [player] if isinstance(player, str) else list(player)
+    mine = table[table["player"].isin(names) | table["player_id"].isin(names)]
     fig, axes = plt.subplots(1, len(ROLES), figsize=(11, 3.8))
     for ax, role in zip(np.atleast_1d(axes), ROLES):
         value = role.valued[0]
@@ -65,6 +66,6 @@ def plot_card(table: pd.DataFrame, player: str, path: str | Path) -> Path:
             ax.set_xticks(x, [f"{s}\n{int(b)} balls" for s, b in zip(x, rows["balls"])], fontsize=8)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_title(f"{role.name}: {TITLES[value]} (runs)")
-    name = mine["player"].iloc[-1] if len(mine) else player
+    name = mine["player"].iloc[-1] if len(mine) else names[0]
     fig.suptitle(f"{name}: value by season, 95% intervals by match")
     return save_figure(fig, path)

@@ -4,14 +4,16 @@ and MLflow run; what it refuses, in one line."""
 from __future__ import annotations
 
 import json
+from argparse import Namespace
 
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.valuation.command import main
+from cricket_attn.valuation.command import main, player_keys
 from tests.conftest import FIXTURES
 from tests.scoring.test_serving import long_over, short_odi
+from tests.valuation.test_expected import tiny_model
 
 
 def test_the_command_writes_the_table_the_pictures_and_a_run(tracked_run, tmp_path, capsys):
@@ -58,6 +60,21 @@ def test_a_player_asked_for_by_an_older_name_is_found_under_his_id(tracked_run, 
     assert set(table["player_id"]) == {"21d4e29b"} and set(bowling["season"]) == {2019, 2023}
     assert set(bowling["balls"]) == {6, 12}
     assert set(table["player"]) == {"Navdeep Saini", "NA Saini"}  # as written each season
+
+
+def test_a_name_is_one_player_unless_two_registry_ids_share_it(deliveries):
+    trained = tiny_model(deliveries, "records")
+    d = deliveries.copy()
+    d["bowler_id"] = d["bowler_id"].astype(object)
+    d.loc[d["match_id"].astype(str) == "1178424", "bowler_id"] = None  # his 2019 file without the registry
+    keys = player_keys(trained, d, Namespace(player=["Navdeep Saini", "NA Saini", "21d4e29b"], card=None))
+    assert keys["NA Saini"] == ["21d4e29b"] and keys["21d4e29b"] == ["21d4e29b"]
+    assert keys["Navdeep Saini"] == ["21d4e29b", "Navdeep Saini"]  # his id-less bowling keyed by the name
+    jadeja = d["bowler"].astype(str) == "RA Jadeja"
+    d["bowler"] = d["bowler"].astype(object)
+    d.loc[jadeja.to_numpy().nonzero()[0][:6], "bowler"] = "NA Saini"  # another player of the same name
+    with pytest.raises(ValueError, match=r"^--player NA Saini: 2 players \(21d4e29b, .+\); ask for one of them$"):
+        player_keys(trained, d, Namespace(player=["NA Saini"], card=None))
 
 
 def test_a_match_the_model_cannot_take_is_named_and_the_others_valued(tracked_run, tmp_path, capsys):

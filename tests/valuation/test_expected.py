@@ -21,6 +21,7 @@ from cricket_attn.valuation.expected import (
     ClassValues,
     average_blocks,
     ball_values,
+    in_match_rates,
     what_happened,
     with_average,
 )
@@ -127,7 +128,7 @@ def test_nothing_of_the_valued_player_reaches_his_expectation(deliveries, kind):
         }
         probabilities[name]["own"] = trained.score(d)[["p_4", "p_6", "p_dot"]].to_numpy()
     real, renamed = probabilities["real"], probabilities["renamed"]
-    np.testing.assert_array_equal(real["batter"], renamed["batter"])  # nor his score in the match
+    np.testing.assert_array_equal(real["batter"], renamed["batter"])
     assert np.abs(real["own"] - renamed["own"]).max() > 1e-4
     assert np.abs(real["bowler"] - renamed["bowler"]).max() > 1e-4
 
@@ -152,6 +153,19 @@ def test_the_average_player_has_his_balls_in_the_match_but_not_his_figures(deliv
             assert np.abs(state[column].to_numpy()[rows] - read).max() > 1  # not his own figures
         untouched = [STATE_COLUMNS.index(c) for c in STATE_COLUMNS if c not in columns]
         np.testing.assert_array_equal(numeric[..., untouched], sequences.tensors["numeric"][..., untouched])
+
+
+def test_the_average_players_rates_are_per_ball_faced_and_per_legal_ball(deliveries):
+    season = deliveries[(deliveries["season"] == 2025) & ~deliveries["is_super_over"]]
+    groups = season[["competition", "season"]].drop_duplicates()
+    batter = in_match_rates(deliveries, "batter", groups).iloc[0]
+    bowler = in_match_rates(deliveries, "bowler", groups).iloc[0]
+    not_wide = season[season["runs_wides"] == 0]
+    assert batter["batter_runs_before"] == pytest.approx(not_wide["runs_batter"].sum() / len(not_wide))
+    legal = season["is_legal"].sum()
+    conceded = season["runs_batter"].sum() + season["runs_wides"].sum() + season["runs_noballs"].sum()
+    assert bowler["bowler_runs_before"] == pytest.approx(conceded / legal)
+    assert 0.02 < bowler["bowler_wickets_before"] < 0.08  # a wicket every 12-50 legal balls
 
 
 def test_a_batter_is_valued_on_the_balls_he_faced_a_bowler_on_every_delivery(deliveries):
