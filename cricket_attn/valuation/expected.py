@@ -108,9 +108,9 @@ class ClassValues:
 
 GROUP = ("competition", "season")  # whose average player a ball is measured against
 # A player's own figures in the match so far (his score, his spell), which the average player in his place
-# does not have: each is read as the average player's rate per ball (the numerator of `counted`, per ball
-# faced or bowled) times the balls he has had (the column after the arrow), which stay: being set is the
-# situation, how he got there is the player.
+# does not have: each is read as the average player's rate per ball (runs to the batter per ball faced, or
+# `counted`'s conceded and bowler's wickets per legal ball) times the balls he has had (the column after the
+# arrow), which stay: being set is the situation, how he got there is the player.
 IN_MATCH = {
     "batter": {"batter_runs_before": ("runs", "batter_balls_before")},
     "bowler": {
@@ -144,8 +144,7 @@ def in_match_rates(known: pd.DataFrame, role: str, groups: pd.DataFrame) -> pd.D
     figures (IN_MATCH): runs per ball faced, or runs conceded and wickets per legal ball bowled."""
     k = known[~known["is_super_over"].astype(bool)].merge(groups.drop_duplicates(), on=list(GROUP))
     counts = counted(k)
-    runs = pd.Series(k["runs_batter"].to_numpy(dtype=np.float64), index=k.index)
-    per_ball = {"runs": runs, "conceded": counts["conceded"], "bowler_wickets": counts["bowler_wickets"]}
+    per_ball = {"runs": k["runs_batter"], "conceded": counts["conceded"], "bowler_wickets": counts["bowler_wickets"]}
     balls = np.asarray(counts["faced"] if role == "batter" else k["is_legal"], dtype=np.float64)
     sums = (
         pd.DataFrame(
