@@ -172,11 +172,9 @@ def with_average(
     numeric[..., at][real] = torch.from_numpy(blocks[rows].astype(np.float32))
     for j, (column, (_, balls_column)) in enumerate(IN_MATCH[role].items()):
         i, b = STATE_COLUMNS.index(column), STATE_COLUMNS.index(balls_column)
-        if np.isfinite(encoder.std[b]):
-            balls = (numeric[..., b][real].double() * float(encoder.std[b]) + float(encoder.mean[b])).numpy()
-        else:  # a count that never varied in training (a few fixture matches): its one value
-            balls = np.full(len(rows), float(encoder.mean[b]))
-        figure = balls * rates[rows, j]
+        scale = float(encoder.std[b]) if np.isfinite(encoder.std[b]) else 0.0  # constant in training: its value
+        balls = numeric[..., b][real].double() * scale + float(encoder.mean[b])
+        figure = balls.numpy() * rates[rows, j]
         numeric[..., i][real] = torch.from_numpy(((figure - encoder.mean[i]) / encoder.std[i]).astype(np.float32))
     tensors["numeric"] = numeric
     tensors[role] = torch.zeros_like(tensors[role])

@@ -3,6 +3,8 @@ is, and that nothing of the valued player reaches his expectation."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,6 +155,23 @@ def test_the_average_player_has_his_balls_in_the_match_but_not_his_figures(deliv
             assert np.abs(state[column].to_numpy()[rows] - read).max() > 1  # not his own figures
         untouched = [STATE_COLUMNS.index(c) for c in STATE_COLUMNS if c not in columns]
         np.testing.assert_array_equal(numeric[..., untouched], sequences.tensors["numeric"][..., untouched])
+
+
+def test_a_ball_count_constant_in_training_gives_the_average_player_its_one_value(deliveries):
+    """A count that never varied in the training balls (its std infinite, so encoded as 0) is read back as
+    its one value, not NaN: the average batter has that many balls times his rate."""
+    trained = tiny_model(deliveries, "records")
+    d = deliveries[deliveries["season"] == 2025].reset_index(drop=True)
+    sequences = trained.encoder.encode(d)
+    enc = copy.copy(trained.encoder)
+    i, b = STATE_COLUMNS.index("batter_runs_before"), STATE_COLUMNS.index("batter_balls_before")
+    enc.mean, enc.std = enc.mean.copy(), enc.std.copy()
+    enc.mean[b], enc.std[b] = 3.0, np.inf
+    at = enc.block_slice("batter")
+    numeric = with_average(sequences, enc, "batter", np.zeros((len(d), at.stop - at.start)), np.full((len(d), 1), 0.5))
+    real = sequences.tensors["mask"]
+    read = numeric.tensors["numeric"][..., i][real].double().numpy() * enc.std[i] + enc.mean[i]
+    np.testing.assert_allclose(read, 1.5, atol=1e-3)  # 3 balls at 0.5 a ball
 
 
 def test_the_average_players_rates_are_per_ball_faced_and_per_legal_ball(deliveries):
