@@ -8,6 +8,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: main leagues train baselines dashboard test unit lint format test-all setup benchmark
 
+# Cricsheet's zips (`cricsheet:<name>` sources, as data=t20 has) are read from the folder named by
+# CRICKET_ATTN_CRICSHEET_DIR where it holds them, else downloaded once into data/raw/. Our machines and CI have
+# no internet and keep a copy in ../shared/data/ beside the project: used when that folder exists.
+ifneq ($(wildcard $(CURDIR)/../shared/data/.),)
+export CRICKET_ATTN_CRICSHEET_DIR ?= $(abspath $(CURDIR)/../shared/data)
+endif
+
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
@@ -26,7 +33,7 @@ main: $(STAMP)
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
 
-# Every men's T20 league (conf/data/t20.yaml: the IPL archive and ../shared/data/t20s_male_json.zip, players
+# Every men's T20 league (conf/data/t20.yaml: the IPL archive and Cricsheet's men's T20 zip, players
 # known by their records as of the day in every competition): the pooled model with a moving average of its
 # weights (callbacks=ema: steadier from seed to seed, better on every league), then the same fine-tuned on the
 # IPL from its weights, then the baselines on the pooled table, paired with the fine-tuned run. About 7 hours

@@ -11,7 +11,7 @@ import torch
 from cricket_attn.config import project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.data.sources import EMBEDDED, configured_sources
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.data.teacher import teacher_probabilities
 
@@ -106,6 +106,7 @@ class CricketDataModule(pl.LightningDataModule):
                 self.competition_min_count,
                 self.records,
             )
+            self.encoder.sources = self.sources or [EMBEDDED]  # where scoring finds the matches the records read
         else:  # restored from a checkpoint
             if self.encoder.reads_known:
                 self.encoder.attach_known(deliveries)

@@ -286,7 +286,7 @@ def load_tables(
                 deliveries=pd.read_parquet(deliveries_path),
                 matches=pd.read_parquet(matches_path),
                 skipped=[Skipped(**s) for s in record["skipped"]],
-                sources=record["sources"],
+                sources=[str(p) for p in paths],  # where they were read from now (a copy or a download)
                 key=key,
                 duplicates=[Skipped(**s) for s in record["duplicates"]],
             )

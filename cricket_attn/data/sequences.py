@@ -97,6 +97,10 @@ class SequenceEncoder:
     # those alone (`attach_known`), so that a model reads records as it was trained to (an IPL model given
     # every league would read players' balls, evidence and league mixes it never saw). None: any.
     record_competitions: list[str] | None = None
+    # The data the model was trained on, as its config named it (`embedded`, `cricsheet:t20s_male`, a path):
+    # where scoring reads the earlier matches its records and histories come from, unless told otherwise.
+    # None: the embedded IPL archive (and every checkpoint saved before this was kept).
+    sources: list[str] | None = None
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int | None = 20, rate_strength: float = 200.0) -> SequenceEncoder:
@@ -386,6 +390,7 @@ class SequenceEncoder:
             "names": self.names,
             "records": self.records,
             "record_competitions": self.record_competitions,
+            "sources": self.sources,
         }
 
     @classmethod
@@ -424,6 +429,7 @@ class SequenceEncoder:
             names=d.get("names", {}),
             records=d.get("records"),
             record_competitions=d.get("record_competitions"),
+            sources=d.get("sources"),
         )
 
     def model_dims(self) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -126,19 +127,38 @@ EMBEDDED = "embedded"
 CRICSHEET_PREFIX = "cricsheet:"
 CRICSHEET_DOWNLOADS = "https://cricsheet.org/downloads/"
 DOWNLOAD_TIMEOUT_S = 60
+# A folder holding copies of Cricsheet's zips under their own names (t20s_male_json.zip, bbl_json.zip, ...):
+# where it is set, a `cricsheet:` source is read from it and never downloaded (machines without the internet).
+CRICSHEET_COPY_ENV = "CRICKET_ATTN_CRICSHEET_DIR"
+
+
+def cricsheet_file(name: str) -> str:
+    """The file Cricsheet publishes for `cricsheet:<name>`: `t20s_male` is t20s_male_json.zip."""
+    return name if name.lower().endswith(ZIP_SUFFIX) else f"{name}_json{ZIP_SUFFIX}"
 
 
 def resolve_source(source: str | Path, data_dir: Path) -> Path:
-    """The local path of one source: `embedded` is the IPL archive (fetched once), `cricsheet:<name>` and
-    http(s) addresses are downloaded once into `data_dir/raw/` and reused, anything else is a path."""
+    """The local path of one source: `embedded` is the IPL archive (fetched once); `cricsheet:<name>` is
+    Cricsheet's zip of that name, from the folder named by CRICKET_ATTN_CRICSHEET_DIR where it holds one,
+    else downloaded once into `data_dir/raw/` and reused; an http(s) address is downloaded once the same
+    way; anything else is a path."""
     text = str(source)
     if text == EMBEDDED:
         return default_archive(data_dir)
+    raw_dir = Path(data_dir) / "raw"
     if text.startswith(CRICSHEET_PREFIX):
-        name = text[len(CRICSHEET_PREFIX) :]
-        text = CRICSHEET_DOWNLOADS + (name if name.endswith(ZIP_SUFFIX) else f"{name}_json{ZIP_SUFFIX}")
+        file = cricsheet_file(text[len(CRICSHEET_PREFIX) :])
+        folder = os.environ.get(CRICSHEET_COPY_ENV)
+        if folder and (Path(folder) / file).is_file():
+            return Path(folder) / file
+        lacking = f"{CRICSHEET_COPY_ENV}={folder} has no {file}; " if folder else ""
+        by_hand = (
+            f"{lacking}download it by hand into {raw_dir / file}"
+            f"{'' if folder else f', or name a folder holding it in {CRICSHEET_COPY_ENV}'}"
+        )
+        return download(CRICSHEET_DOWNLOADS + file, raw_dir, by_hand)
     if text.startswith(("http://", "https://")):
-        return download(text, Path(data_dir) / "raw")
+        return download(text, raw_dir)
     return Path(source)
 
 
@@ -151,9 +171,10 @@ def configured_sources(sources) -> list[str] | None:
     return [s if s.startswith(named) else str(project_path(s).resolve()) for s in map(str, sources)]
 
 
-def download(url: str, raw_dir: Path) -> Path:
+def download(url: str, raw_dir: Path, by_hand: str = "offline, give the path of a copy instead") -> Path:
     """`url` saved as `raw_dir/<its file name>`, once: a file already there is used as it is (delete it to
-    fetch a newer one). Written whole or not at all; no connection is a SourceError in one line."""
+    fetch a newer one). Written whole or not at all; no connection is a SourceError in one line, ending in
+    `by_hand`: what to do instead."""
     target = raw_dir / url.rstrip("/").rsplit("/", 1)[-1]
     if target.exists():
         return target
@@ -167,7 +188,7 @@ def download(url: str, raw_dir: Path) -> Path:
         raise SourceError(f"{url}: the server answered {err.code} {err.reason}; nothing downloaded") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
         why = getattr(err, "reason", None) or err
-        raise SourceError(f"{url}: cannot download ({why}); offline, give the path of a copy instead") from None
+        raise SourceError(f"{url}: cannot download ({why}); {by_hand}") from None
     return target
 
 

@@ -34,6 +34,7 @@ class CommandSummary:
     out: str = ""
     model: str = ""
     seconds: float = 0.0
+    known_from: str = ""  # where the earlier matches the model's records and histories read came from
 
     def counts(self) -> list[str]:
         """What the command made, a line each (each command says its own)."""
@@ -42,6 +43,7 @@ class CommandSummary:
     def __str__(self) -> str:
         lines = [
             f"model:              {self.model}",
+            *([f"earlier matches:    {self.known_from}"] if self.known_from else []),
             *self.counts(),
             *(named_list(f"{what} unknown to the model", names) for what, names in self.unknown.items()),
             f"skipped:            {len(self.skipped)}",
@@ -73,6 +75,14 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
             missing = vocab.encode(keys) == 0
         unknown[what] = sorted(set(regular[column].astype(str)[missing]))
     return unknown
+
+
+def known_sources(history: list[str] | None, encoder) -> tuple[list[str] | None, str]:
+    """Where a command reads the earlier matches a model's records and histories come from, and how to say
+    so: `--history` where given, else the data the model was trained on (None: the embedded IPL archive)."""
+    if history:
+        return history, f"{', '.join(history)} (--history)"
+    return encoder.sources, f"{', '.join(encoder.sources or ['embedded'])} (the model's training data)"
 
 
 def named_list(what: str, names: list[str], show: int = 10) -> str:

@@ -28,6 +28,7 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.cli import (
     CommandSummary,
     check_out_path,
+    known_sources,
     nothing_found,
     run_command,
     scoring_parser,
@@ -173,9 +174,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = scoring_parser(
         "cricket-attn-predict",
         __doc__.split("\n")[0],
-        "Cricsheet data whose earlier matches give players' histories (a model that reads them) and "
-        "the league's recent level (--recent-level), beside the matches scored (repeatable; default: "
-        "the embedded IPL archive)",
+        "Cricsheet data whose earlier matches give players' records and histories (a model that reads them) "
+        "and the league's recent level (--recent-level), beside the matches scored (repeatable; default: "
+        "the data the model was trained on, as its checkpoint names it)",
         recent_level=0.0,
     )
     return p.parse_args(argv)
@@ -197,7 +198,8 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
     if trained.encoder.reads_known or args.recent_level or args.form:  # earlier matches: the archive too
-        archive = load_tables(args.history, phases, project_path(load_data_config(args.data).data_dir))
+        history, summary.known_from = known_sources(args.history, trained.encoder)
+        archive = load_tables(history, phases, project_path(load_data_config(args.data).data_dir))
         known = known_deliveries(tables.deliveries, archive.deliveries)
     if trained.encoder.reads_known:  # players' histories and records, as in training
         trained.encoder.attach_known(known)

@@ -86,8 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "cricket-attn-simulate",
         __doc__.split("\n")[0],
         "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
-        "bowling, players' histories, the league's recent level (repeatable; default: the embedded IPL "
-        "archive)",
+        "bowling, players' records and histories, the league's recent level (repeatable; default: the data "
+        "the model was trained on, as its checkpoint names it)",
         recent_level=None,
     )
     p.add_argument(
@@ -150,7 +150,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
-    archive = load_tables(args.history, phases, project_path(cfg.data_dir))
+    history, summary.known_from = cli.known_sources(args.history, trained.encoder)
+    archive = load_tables(history, phases, project_path(cfg.data_dir))
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)
     if args.recent_level is None:

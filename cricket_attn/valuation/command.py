@@ -28,6 +28,7 @@ from cricket_attn.scoring.cli import (
     check_can_write_in,
     check_out_folder,
     check_out_path,
+    known_sources,
     named_list,
     nothing_found,
     run_command,
@@ -81,12 +82,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--top", type=top_count, default=15, help="players in each leaders' chart, 1-100 (default %(default)s)"
     )
-    p.add_argument("--data", default="ipl", help="data config in conf/data/: phase rules, sources, data folder")
-    p.add_argument("--history", action="append", help="more Cricsheet data whose earlier matches give records")
+    p.add_argument(
+        "--data",
+        help="data config in conf/data/ whose sources to value (default: the data the model was trained on, as its "
+        "checkpoint names it; the phase rules and data folder are conf/data/ipl.yaml's)",
+    )
+    p.add_argument(
+        "--history",
+        action="append",
+        help="Cricsheet data whose earlier matches give records, beside those valued (repeatable; default: the "
+        "data the model was trained on)",
+    )
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
     p.add_argument("--no-mlflow", action="store_true", help="write the files only, no MLflow run")
-    p.add_argument("sources", nargs="*", help="Cricsheet zips, folders or match files (default: the --data sources)")
+    p.add_argument(
+        "sources", nargs="*", help="Cricsheet zips, folders or match files (default: --data's, else the model's data)"
+    )
     return p.parse_args(argv)
 
 
@@ -171,19 +183,21 @@ def run(args: argparse.Namespace) -> str:
     if not args.no_mlflow:
         tracking.check_tracking_uri(args.tracking_uri)
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
-    cfg = load_data_config(args.data)
+    cfg = load_data_config(args.data or "ipl")
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    sources = args.sources or configured_sources(cfg.sources)
+    sources = args.sources or (configured_sources(cfg.sources) if args.data else trained.encoder.sources)
     tables = load_tables(sources, phases, project_path(cfg.data_dir))
     if tables.deliveries.empty:
         raise ValueError(f"nothing to value in {', '.join(map(str, sources or ['the embedded archive']))}: "
                          f"{nothing_found(sources or [], tables)}")  # fmt: skip
     skipped = [s.reason for s in tables.skipped]
     known, matches = tables.deliveries, tables.matches
-    if args.history:
-        history = load_tables(args.history, phases, project_path(cfg.data_dir))
+    earlier, known_from = known_sources(args.history, trained.encoder)
+    if trained.encoder.reads_known and earlier != sources:  # the records' matches, where not those valued
+        history = load_tables(earlier, phases, project_path(cfg.data_dir))
         if history.deliveries.empty:
-            raise ValueError(f"--history {' '.join(args.history)}: {nothing_found(args.history, history)}")
+            named = f"--history {' '.join(args.history)}" if args.history else known_from
+            raise ValueError(f"{named}: {nothing_found(earlier or [], history)}")
         skipped += [s.reason for s in history.skipped]
         known = known_deliveries(known, history.deliveries)
         matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
@@ -211,6 +225,10 @@ def run(args: argparse.Namespace) -> str:
         write_table(balls, args.balls_out, "--balls-out")
     write_table(table, args.out)
     report = summary(balls, table, by, args)
+    if trained.encoder.reads_known:
+        report += f"\nrecords from: {', '.join(map(str, sources or ['embedded']))}" + (
+            f" and {known_from}" if earlier != sources else ""
+        )
     if args.reliability:
         report += "\n\n" + reliability_report(balls, args)
     if not args.no_mlflow:

@@ -6,7 +6,6 @@ import functools
 import http.server
 import threading
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -81,14 +80,14 @@ def test_pooled_sources_keep_one_copy_of_each_match_from_the_first_source(phases
 
 def test_the_t20_config_is_the_ipl_config_with_both_sources_and_a_two_fold_teacher():
     ipl, t20 = load_data_config("ipl"), load_data_config("t20")
-    assert list(t20.sources) == ["embedded", "../shared/data/t20s_male_json.zip"]
+    assert list(t20.sources) == ["embedded", "cricsheet:t20s_male"]  # Cricsheet's own download: no path outside
     assert t20.teacher.folds == 2 and ipl.teacher.folds == 5
     plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "sources"}
     # The pooled recipe as measured: records as of the day, no embedding of a player, no histories.
     assert t20.records is not None and t20.min_count is None and t20.history_balls == 0
     assert plain(t20) == {**plain(ipl), "teacher": {**plain(ipl)["teacher"], "folds": 2}}
-    resolved = sources.configured_sources(t20.sources)
-    assert resolved[0] == "embedded" and Path(resolved[1]).is_absolute() and ".." not in resolved[1]
+    assert sources.configured_sources(t20.sources) == ["embedded", "cricsheet:t20s_male"]
+    assert sources.configured_sources(["x.zip"]) == [str(sources.project_path("x.zip").resolve())]
 
 
 def test_players_are_keyed_by_registry_id_and_grounds_by_one_name(leagues):
@@ -178,6 +177,7 @@ def server(tmp_path):
 
 def test_cricsheet_downloads_are_fetched_once_and_read(server, phases, tmp_path, monkeypatch):
     base, site, asked = server
+    monkeypatch.delenv(sources.CRICSHEET_COPY_ENV, raising=False)
     with zipfile.ZipFile(site / "bbl_json.zip", "w") as z:
         z.write(LEAGUES / "1386137.json", "1386137.json")
     monkeypatch.setattr(sources, "CRICSHEET_DOWNLOADS", base)
@@ -187,6 +187,51 @@ def test_cricsheet_downloads_are_fetched_once_and_read(server, phases, tmp_path,
     assert (data_dir / "raw" / "bbl_json.zip").read_bytes() == (site / "bbl_json.zip").read_bytes()
     again = load_tables([f"{base}bbl_json.zip"], phases, data_dir=data_dir)  # the same file by its address
     assert asked == ["/bbl_json.zip"] and len(again.matches) == 1  # not fetched again
+
+
+def test_a_local_copy_of_cricsheet_is_read_where_it_lies_and_nothing_is_downloaded(
+    server, phases, tmp_path, monkeypatch
+):
+    """CRICKET_ATTN_CRICSHEET_DIR names a folder of Cricsheet's zips: `cricsheet:<name>` is read from there
+    (the same tables, and the same cache, as the downloaded file), and the server is never asked."""
+    base, site, asked = server
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    with zipfile.ZipFile(copy / "t20s_male_json.zip", "w") as z:
+        for f in LEAGUES.glob("*.json"):
+            z.write(f, f.name)
+    (site / "t20s_male_json.zip").write_bytes((copy / "t20s_male_json.zip").read_bytes())
+    monkeypatch.setattr(sources, "CRICSHEET_DOWNLOADS", base)
+    monkeypatch.setenv(sources.CRICSHEET_COPY_ENV, str(copy))
+    data_dir = tmp_path / "data"
+    tables = load_tables(["cricsheet:t20s_male"], phases, data_dir=data_dir)
+    assert len(tables.matches) == 5 and tables.sources == [str(copy / "t20s_male_json.zip")]
+    assert asked == [] and not (data_dir / "raw").exists()
+    # Without the copy the same file is downloaded, once; its table is the copy's, from the same cache.
+    monkeypatch.delenv(sources.CRICSHEET_COPY_ENV)
+    downloaded = load_tables(["cricsheet:t20s_male"], phases, data_dir=data_dir)
+    assert asked == ["/t20s_male_json.zip"] and downloaded.key == tables.key
+    assert downloaded.sources == [str(data_dir / "raw" / "t20s_male_json.zip")]
+
+
+def test_offline_without_a_copy_names_the_file_and_where_to_put_it(phases, tmp_path, monkeypatch):
+    """No internet and no local copy (or a copy folder without that zip): one line that names the file to
+    download and where it goes, and nothing is left behind."""
+    data_dir = tmp_path / "data"
+    with socket_closed() as port:
+        monkeypatch.setattr(sources, "CRICSHEET_DOWNLOADS", f"http://127.0.0.1:{port}/")
+        monkeypatch.delenv(sources.CRICSHEET_COPY_ENV, raising=False)
+        with pytest.raises(SourceError) as err:
+            load_tables(["cricsheet:t20s_male"], phases, data_dir=data_dir)
+        raw = data_dir / "raw" / "t20s_male_json.zip"
+        assert str(err.value) == (
+            f"http://127.0.0.1:{port}/t20s_male_json.zip: cannot download ([Errno 111] Connection refused); "
+            f"download it by hand into {raw}, or name a folder holding it in CRICKET_ATTN_CRICSHEET_DIR"
+        )
+        monkeypatch.setenv(sources.CRICSHEET_COPY_ENV, str(tmp_path))
+        with pytest.raises(SourceError, match=f"CRICKET_ATTN_CRICSHEET_DIR={tmp_path} has no t20s_male_json.zip; "):
+            load_tables(["cricsheet:t20s_male"], phases, data_dir=data_dir)
+    assert not raw.exists() and not list((data_dir / "cache").glob("deliveries-*"))
 
 
 def test_a_download_that_fails_is_one_line_and_leaves_nothing(server, phases, tmp_path):

@@ -421,9 +421,10 @@ def test_a_model_that_is_a_folder_is_called_one(tmp_path, capsys):
     ]
 
 
-def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
+def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path, capsys):
     """With --history, a match is scored with its players' earlier balls from that data, exactly as
-    when every match is known at once; with only the match itself, its players have no history."""
+    when every match is known at once; with only the match itself, its players have no history. Without
+    --history, from the data the model was trained on, which its checkpoint names."""
     from cricket_attn.config import load_data_config
     from cricket_attn.data.deliveries import PhaseRules, build_tables
     from cricket_attn.data.sources import iter_match_files
@@ -447,6 +448,11 @@ def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path):
     alone = pd.read_csv(out)
     # (the tiny model's histories move its probabilities a little, but they move them)
     assert np.abs(alone[list(PROB_COLUMNS)].to_numpy() - with_history[list(PROB_COLUMNS)].to_numpy()).max() > 1e-6
+    assert trained.encoder.sources == [str(FIXTURES)]
+    capsys.readouterr()
+    assert main(["--model", results["checkpoint"], "--out", str(out), str(match)]) == 0
+    assert f"earlier matches:    {FIXTURES} (the model's training data)" in capsys.readouterr().out
+    assert pd.read_csv(out).equals(with_history)
 
 
 def renamed_match(phases, names: dict[str, str]) -> pd.DataFrame:
