@@ -86,17 +86,16 @@ BATCHES: Rule = (
 DEVICES: Rule = (lambda v: not _integer(v) or v >= 1 or v == -1, "at least 1, -1 (all), auto or a list of ids")
 FAST_DEV_RUN: Rule = (lambda v: isinstance(v, bool) or _integer(v) and v >= 0, "true, false or a number of batches")
 
-# HistGradientBoostingClassifier: the distillation teacher's and the baseline's settings.
-BOOSTING: tuple[Setting, ...] = (
+# LightGBM's trees (cricket_attn.data.trees): the teacher's and the trees baseline's settings, in LightGBM's
+# own names (any other of its parameters may be added: LightGBM checks those), and the share they stop on.
+TREES: tuple[Setting, ...] = (
     ("learning_rate", "number", *POSITIVE),
-    ("max_iter", "int", *at_least(1)),
-    ("max_leaf_nodes", "int?", *at_least(2)),
-    ("min_samples_leaf", "int", *at_least(1)),
-    ("l2_regularization", "number", *at_least(0)),
-    ("early_stopping", "any", lambda v: isinstance(v, bool) or v == "auto", "true, false or auto"),
-    ("validation_fraction", "number?", lambda v: 0 < v < 1, "in (0, 1), or null"),
-    ("n_iter_no_change", "int", *at_least(1)),
-    ("random_state", "int?", *SEED),
+    ("num_iterations", "int", *at_least(1)),
+    ("num_leaves", "int", *at_least(2)),
+    ("min_data_in_leaf", "int", *at_least(1)),
+    ("lambda_l2", "number", *at_least(0)),
+    ("early_stopping_round", "int", *at_least(1)),
+    ("stopping_fraction", "number", lambda v: 0 < v < 1, "in (0, 1)"),
 )
 
 
@@ -140,8 +139,8 @@ DATA: tuple[Setting, ...] = (
     ("data.teacher", "map?", *ANY),
     ("data.teacher.weight", "number", *between(0, 1)),
     ("data.teacher.folds", "int", *at_least(2)),
-    ("data.teacher.model", "map", *ANY),
-    *under("data.teacher.model", BOOSTING),
+    ("data.trees", "map", *ANY),
+    *under("data.trees", TREES),
 )
 
 LOGGER: tuple[Setting, ...] = (
@@ -196,7 +195,7 @@ TRAIN: tuple[Setting, ...] = (
 )
 
 # cricket-attn-baselines: conf/baselines.yaml.
-BASELINE_MODELS = ("marginal", "frequency_table", "logistic", "hist_gradient_boosting")
+BASELINE_MODELS = ("marginal", "frequency_table", "logistic", "gradient_boosting")
 BASELINES: tuple[Setting, ...] = (
     ("seed", "int", *SEED),
     ("refit", "bool", *ANY),
@@ -206,7 +205,7 @@ BASELINES: tuple[Setting, ...] = (
     ("baselines.models.frequency_table.strength", "number", *at_least(0)),
     ("baselines.models.logistic.C", "number", *POSITIVE),
     ("baselines.models.logistic.max_iter", "int", *at_least(1)),
-    *under("baselines.models.hist_gradient_boosting", BOOSTING),
+    *under("baselines.models.gradient_boosting", TREES),
     *DATA,
     *LOGGER,
 )

@@ -32,7 +32,7 @@ TINY_TRAINING = [
     "trainer.max_epochs=2",
     "optim.warmup_steps=2",
     "data.teacher.folds=3",
-    "data.teacher.model.max_iter=20",
+    "data.trees.num_iterations=20",
 ]
 # Session fixtures that train a run: a test that needs one is end-to-end (`-m "not e2e"` leaves it out).
 TRAINED_RUNS = {"tracked_run", "baselines_run"}
@@ -130,7 +130,7 @@ def baselines_run(tracked_run):
         f"paths.output_dir={folder / 'bl'}",
         f"paths.mlflow_uri={tracked_run['uri']}",
         "baselines.n_boot=200",
-        "baselines.models.hist_gradient_boosting.max_iter=50",
+        "data.trees.num_iterations=50",
     ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="baselines", overrides=overrides)

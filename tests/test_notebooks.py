@@ -49,7 +49,7 @@ def test_experiments_notebook_reads_the_runs_back(baselines_run, tracked_run, mo
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     html = "".join(o.get("data", {}).get("text/plain", "") for o in outputs if o.output_type == "execute_result")
-    assert "hist_gradient_boosting" in html and "transformer" in html
+    assert "gradient_boosting" in html and "transformer" in html
     assert sum(1 for o in outputs if "image/png" in o.get("data", {})) >= 2
 
 

@@ -59,7 +59,7 @@ def test_every_shipped_config_passes_its_table(name, overrides):
         ("config", "data.teacher.folds=1", "data.teacher.folds=1: must be at least 2"),
         ("config", "data.records=365", "data.records=365: must be a mapping, or null"),
         ("config", "data.records={rate_strength: 0}", "data.records.rate_strength=0: must be positive"),
-        ("config", "data.teacher.model.learning_rate=0", "data.teacher.model.learning_rate=0: must be positive"),
+        ("config", "data.trees.learning_rate=0", "data.trees.learning_rate=0: must be positive"),
         ("config", "callbacks.model_checkpoint=null", "callbacks.model_checkpoint=null: must be a mapping"),
         ("config", "callbacks.early_stopping.mode=low", "callbacks.early_stopping.mode='low': must be one of min, max"),
         ("config", "+trainer.limit_val_batches=1.5", "trainer.limit_val_batches=1.5: must be a share in [0.0, 1.0]"),
@@ -69,7 +69,7 @@ def test_every_shipped_config_passes_its_table(name, overrides):
         (
             "baselines",
             "+baselines.models.xgboost={}",
-            "baselines.models={marginal, frequency_table, logistic, hist_gradient_boosting, xgboost}: must be among",
+            "baselines.models={marginal, frequency_table, logistic, gradient_boosting, xgboost}: must be among",
         ),
         ("ablation", "jobs=0", "jobs=0: must be at least 1"),
         ("ablation", "seeds=[0,-1]", "seeds=[0, -1]: must be a list of seeds"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import pytorch_lightning as pl
 import torch
@@ -13,7 +14,8 @@ from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
 from cricket_attn.data.sources import EMBEDDED, configured_sources
 from cricket_attn.data.splits import SeasonSplit
-from cricket_attn.data.teacher import teacher_probabilities
+from cricket_attn.data.teacher import cached_teacher
+from cricket_attn.laws import N_OUTCOMES
 
 
 class CricketDataModule(pl.LightningDataModule):
@@ -35,8 +37,8 @@ class CricketDataModule(pl.LightningDataModule):
     fine-tuned on one league (`init_from` in conf/config.yaml) sees its features as it did. The test keeps
     every competition.
 
-    `teacher` (weight, folds, model settings) mixes each training ball's outcome with a gradient-boosted
-    teacher's out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
+    `teacher` (weight, folds) mixes each training ball's outcome with gradient-boosted trees' (`trees`, their
+    settings) out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
     """
 
@@ -60,6 +62,7 @@ class CricketDataModule(pl.LightningDataModule):
         competition_min_count: int = 5000,
         train_competitions: Sequence[str] | None = None,
         records: Mapping | None = None,
+        trees: Mapping | None = None,
     ):
         super().__init__()
         self.sources = configured_sources(sources)
@@ -71,6 +74,7 @@ class CricketDataModule(pl.LightningDataModule):
         self.refit, self.seed = refit, seed
         self.season_half_life = season_half_life
         self.teacher = dict(teacher) if teacher else None
+        self.trees = dict(trees or {})  # the teacher's LightGBM settings (cricket_attn.data.trees)
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
         self.train_competitions = list(train_competitions) if train_competitions else None
@@ -82,7 +86,8 @@ class CricketDataModule(pl.LightningDataModule):
         self.datasets: dict[str, BallSequences] = {}
 
     def prepare_data(self) -> None:
-        load_tables(self.sources, self.phases, self.data_dir)
+        if self.tables is None:  # fetched and ingested (cached) once; a module set up already has them
+            load_tables(self.sources, self.phases, self.data_dir)
 
     def setup(self, stage: str | None = None) -> None:
         if self.datasets:
@@ -143,23 +148,31 @@ class CricketDataModule(pl.LightningDataModule):
             self._add_soft_targets(fit_on)
 
     def _add_soft_targets(self, fit_on) -> None:
-        """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities."""
+        """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities. The teacher
+        is fitted on the training seasons; in the refit the validation seasons' balls get its folds' mean."""
         regular = fit_on[~fit_on["is_super_over"].astype(bool)]  # the sequences leave super overs out
+        book = self.encoder.record_book  # an encoder reading records: the trees read them too
+        # Trees on rates fitted per fold predict only the balls they were fitted on: without a book, all of them.
+        later = (self.split.label(regular["season"]) != "train").to_numpy() & (book is not None)
         # Folds seeded 0 whatever the run's seed: every ensemble member trains on the same (cached) teacher.
-        probs = teacher_probabilities(
-            regular,
-            dict(self.teacher["model"]),
+        teacher = cached_teacher(
+            regular[~later],
+            dict(self.trees),
             int(self.teacher["folds"]),
             seed=0,
             rate_strength=self.rate_strength,
             cache_dir=self.data_dir / "cache",
-            book=self.encoder.record_book,  # an encoder reading records: the trees read them too
+            book=book,
         )
-        by_row = torch.zeros(len(fit_on), probs.shape[1])
+        probs = np.zeros((len(regular), N_OUTCOMES), dtype=np.float32)
+        probs[~later] = teacher.oof
+        if later.any():
+            probs[later] = teacher.predict(regular[later], book)
+        by_row = torch.zeros(len(fit_on), N_OUTCOMES)
         by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(probs)
         train = self.datasets["train"].tensors
         w = float(self.teacher["weight"])
-        onehot = torch.nn.functional.one_hot(train["outcome"].clamp(min=0), probs.shape[1]).float()
+        onehot = torch.nn.functional.one_hot(train["outcome"].clamp(min=0), N_OUTCOMES).float()
         soft = (1 - w) * onehot + w * by_row[train["row"].clamp(min=0)]
         train["soft_target"] = soft * train["mask"].unsqueeze(-1)  # padding positions: all zero
 

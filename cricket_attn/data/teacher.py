@@ -1,24 +1,25 @@
-"""Soft training targets from a gradient-boosted teacher (knowledge distillation).
+"""Soft training targets from gradient-boosted trees (knowledge distillation).
 
-The tabular baseline (HistGradientBoosting on the handcrafted features of cricket_attn.training.baselines)
-ranks the rare outcomes (wickets, wides, twos, byes) differently from the transformer, and a mean of
-the two beats both. Rather than ship two models, the transformer learns from the teacher: its
-training target for ball t is (1 - weight) * the outcome of ball t + weight * the teacher's
-probabilities for ball t. Only the transformer is used to predict.
+The tabular baseline (LightGBM's trees on the handcrafted features, cricket_attn.data.trees) ranks the rare
+outcomes (wickets, wides, twos, byes) differently from the transformer, and a mean of the two beats both.
+Rather than ship two models, the transformer learns from the teacher: its training target for ball t is
+(1 - weight) * the outcome of ball t + weight * the teacher's probabilities for ball t. Only the
+transformer is used to predict.
 
-The teacher's probabilities for a ball come from a model fitted on the other folds' matches of the
-same fitting seasons (folds by match), so no target contains its own outcome, and nothing outside
-the fitting seasons is used: the validation and test seasons are never seen. The teacher's iteration
-count is chosen by its own early stopping on a random share of its fitting rows. Fitting the folds
-takes minutes, so the probabilities are cached under data/cache, keyed by the deliveries and settings.
+The teacher's probabilities for a ball come from trees fitted on the other folds' matches of the same
+fitting seasons (folds by match), so no target contains its own outcome, and nothing outside the fitting
+seasons is used: the validation and test seasons are never seen. The refit stage adds the validation
+season to the fit; its balls get the mean of the same folds' trees (fitted on the earlier seasons alone,
+so none has seen them), and the earlier balls keep their targets: one set of folds serves both stages.
+Fitting the folds takes minutes, so the teacher is cached under data/cache, keyed by the deliveries and
+settings.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,29 +29,44 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.data.features import TabularFeatures, match_folds
 from cricket_attn.data.records import RecordBook, tabular_features
 from cricket_attn.data.splits import season_range
+from cricket_attn.data.trees import Trees, fit_trees, settings_key
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import labels_of
 from cricket_attn.progress import Stopwatch
 
 log = logging.getLogger(__name__)
 
-# Part of the cache key: raise it when the baselines' features change, so no stale teacher is read.
-TEACHER_FEATURES_VERSION = 2  # 2: a bowler's wickets by the Laws (laws.bowler_wickets)
+
+@dataclass
+class Teacher:
+    """Trees fitted in folds by match on a table of training balls: each ball's probabilities from the folds
+    without its match (`oof`), and the folds' trees, whose mean predicts balls none of them was fitted on.
+    `last_season` caps the season its features read (`tabular_features`), as for the balls it was fitted on."""
+
+    oof: np.ndarray  # (balls, N_OUTCOMES)
+    folds: list[Trees]
+    last_season: int
+    reads_records: bool = True  # False: rates fitted on each fold's other folds, which only `oof` kept
+
+    def predict(self, later: pd.DataFrame, book: RecordBook) -> np.ndarray:
+        """(len(later), N_OUTCOMES): the folds' mean for balls of later matches, their records read from `book`."""
+        if not self.reads_records:
+            raise ValueError("a teacher on fitted rates predicts only the balls it was fitted on")
+        X = tabular_features(later, book, self.last_season)
+        return np.mean([trees.predict_proba(X) for trees in self.folds], axis=0)
 
 
-def out_of_fold_probabilities(
+def fit_teacher(
     d: pd.DataFrame,
     settings: Mapping,
     folds: int = 5,
     seed: int = 0,
     rate_strength: float = 200.0,
     book: RecordBook | None = None,
-) -> np.ndarray:
-    """(len(d), N_OUTCOMES): for each delivery, the teacher's probabilities from the folds without its match.
-    With a record book the trees read records as of each ball's date (`tabular_features`), the same
-    whichever fold a ball falls in, instead of rates fitted on the other folds."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
+) -> Teacher:
+    """The folds' trees and each delivery's probabilities from the folds without its match. With a record
+    book the trees read records as of each ball's date (`tabular_features`), the same whichever fold a ball
+    falls in, instead of rates fitted on the other folds."""
     if folds < 2:
         raise ValueError(f"data.teacher.folds={folds}: out-of-fold targets need at least 2 folds")
     n_matches = d["match_id"].nunique()
@@ -64,7 +80,10 @@ def out_of_fold_probabilities(
         f"{len(d):,}",
         season_range(d),
     )
-    as_of = None if book is None else tabular_features(d, book, int(d["season"].max()))
+    last = int(d["season"].max())
+    as_of = None if book is None else tabular_features(d, book, last)
+    y = labels_of(d)
+    fitted = []
     for k in range(folds):
         clock = Stopwatch()
         fit, held = d[fold != k], d[fold == k]
@@ -73,15 +92,14 @@ def out_of_fold_probabilities(
             X_held = features.transform(held)
         else:
             X, X_held = as_of[fold != k], as_of[fold == k]
-        model = HistGradientBoostingClassifier(**{"random_state": seed, **settings}).fit(X, labels_of(fit))
-        p = np.zeros((len(held), N_OUTCOMES))
-        p[:, model.classes_] = model.predict_proba(X_held)  # a class absent from a fold gets 0
-        probs[fold == k] = p
-        log.info("teacher fold %d/%d: %d iterations, %s", k + 1, folds, model.n_iter_, clock)
-    return probs
+        trees = fit_trees(X, y[fold != k], settings, seed)
+        probs[fold == k] = trees.predict_proba(X_held)
+        fitted.append(trees)
+        log.info("teacher fold %d/%d: %s", k + 1, folds, clock)
+    return Teacher(probs, fitted, last, reads_records=book is not None)
 
 
-def teacher_probabilities(
+def cached_teacher(
     d: pd.DataFrame,
     settings: Mapping,
     folds: int,
@@ -89,32 +107,39 @@ def teacher_probabilities(
     rate_strength: float,
     cache_dir: str | Path,
     book: RecordBook | None = None,
-) -> np.ndarray:
-    """`out_of_fold_probabilities`, cached: the same deliveries (all their columns) with the same
-    settings are fitted once (the refit stage's ensemble members share theirs). A record book's
-    settings are part of the key; its records of a ball hold only earlier matches, which `d` decides
+) -> Teacher:
+    """`fit_teacher`, cached: the same deliveries (all their columns) with the same settings are fitted once
+    (the refit stage, its ensemble members and a fine-tune on one league share the selection's). A record
+    book's settings are part of the key; its records of a ball hold only earlier matches, which `d` decides
     for the matches it spans."""
+    import hashlib
+
     key = hashlib.sha256(pd.util.hash_pandas_object(d, index=False).to_numpy().tobytes())  # every column
-    key.update(
-        json.dumps(
-            {
-                "settings": dict(settings),
-                "folds": folds,
-                "seed": seed,
-                "rate_strength": rate_strength,
-                "features": TEACHER_FEATURES_VERSION,
-                **({} if book is None else {"records": book.settings.to_dict()}),
-            },
-            sort_keys=True,
-        ).encode()
+    name = settings_key(
+        key,
+        settings=dict(settings),
+        folds=folds,
+        seed=seed,
+        rate_strength=rate_strength,
+        **({} if book is None else {"records": book.settings.to_dict()}),
     )
-    path = Path(cache_dir) / f"teacher-{key.hexdigest()[:16]}.npy"
+    path = Path(cache_dir) / f"teacher-{name}.npz"
     if path.exists():
         log.info("teacher: read from the cache, %s", path)
-        return np.load(path)
-    probs = out_of_fold_probabilities(d, settings, folds, seed, rate_strength, book)
-    path.parent.mkdir(parents=True, exist_ok=True)
+        with np.load(path) as stored:
+            texts = [stored[f"fold{k}"].tobytes().decode() for k in range(int(stored["folds"]))]
+            last, records = int(stored["last_season"]), bool(stored["records"])
+            return Teacher(stored["oof"], [Trees(t) for t in texts], last, records)
+    teacher = fit_teacher(d, settings, folds, seed, rate_strength, book)
+    texts = {f"fold{k}": np.frombuffer(t.model.encode(), dtype=np.uint8) for k, t in enumerate(teacher.folds)}
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            np.save(f, probs)
-    return probs
+            np.savez(
+                f,
+                oof=teacher.oof,
+                folds=len(teacher.folds),
+                last_season=teacher.last_season,
+                records=teacher.reads_records,
+                **texts,
+            )
+    return teacher

@@ -45,7 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 from cricket_attn import progress, settings, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import CONF_DIR
-from cricket_attn.data import deliveries, teacher
+from cricket_attn.data import deliveries, trees
 from cricket_attn.metrics import match_bootstrap_sums, per_ball_log_loss
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def settings_digest(overrides: tuple[str, ...]) -> str:
     composed = loader.load_configuration("config", list(overrides), run_mode=RunMode.RUN)
     what = {k: v for k, v in OmegaConf.to_container(composed, resolve=False).items() if k not in PLACE_KEYS}
     what["data"].pop("data_dir", None)
-    what["versions"] = {"deliveries": deliveries.SCHEMA_VERSION, "teacher": teacher.TEACHER_FEATURES_VERSION}
+    what["versions"] = {"deliveries": deliveries.SCHEMA_VERSION, "teacher": trees.TREES_VERSION}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 

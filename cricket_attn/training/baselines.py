@@ -1,10 +1,11 @@
-"""`cricket-attn-baselines`: scikit-learn baselines on the transformer's split, protocol and metrics.
+"""`cricket-attn-baselines`: the baselines on the transformer's split, protocol and metrics.
 
-Each baseline is fitted like the transformer: settings chosen on the validation season (the
-gradient-boosting iteration count), then, with `refit=true`, refitted on training + validation
-seasons and scored on the test seasons. Each is an MLflow run in the transformer's experiment, with
-its log-loss difference from a transformer run, paired on the same deliveries, with a bootstrap
-interval resampled by match.
+Each baseline is fitted, as the final transformer is, on the training and validation seasons (`refit=true`;
+the training seasons alone with `refit=false`) and scored on the test seasons. The gradient-boosted trees are
+the teacher's learner (cricket_attn.data.trees, data.trees), their size chosen on a random tenth of their own
+balls as each teacher fold's is, so no season is set aside for it; their fit is cached. Each is an MLflow run
+in the transformer's experiment, with its log-loss difference from a transformer run, paired on the same
+deliveries, with a bootstrap interval resampled by match.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
-from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -34,6 +34,7 @@ from cricket_attn.data.features import STATE_COLUMNS, TabularFeatures
 from cricket_attn.data.records import RecordBook, RecordSettings, tabular_features
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
+from cricket_attn.data.trees import cached_trees, fit_trees
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import (
     KEY_COLUMNS,
@@ -92,21 +93,19 @@ def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
     )
 
 
-def fit_baseline(name: str, settings: dict, X_fit, y_fit, X_val=None, y_val=None) -> tuple[object, dict]:
-    """A fitted model, and what was chosen on validation (if anything)."""
+def fit_baseline(name: str, settings: dict, X_fit, y_fit, seed: int = 0, cache_dir: Path | None = None) -> object:
+    """A fitted model. The trees (`gradient_boosting`, cricket_attn.data.trees) choose their size on a tenth
+    of their own rows and are cached in `cache_dir`: a second run on the same data reads the fit."""
     if name == "marginal":
-        return Marginal().fit(X_fit, y_fit), {}
+        return Marginal().fit(X_fit, y_fit)
     if name == "frequency_table":
-        return FrequencyTable(**settings).fit(X_fit, y_fit), {}
+        return FrequencyTable(**settings).fit(X_fit, y_fit)
     if name == "logistic":
-        model = make_pipeline(StandardScaler(), LogisticRegression(**settings))
-        return model.fit(X_fit, y_fit), {}
-    if name == "hist_gradient_boosting":
-        if X_val is not None:  # choose the iteration count on the validation season
-            model = HistGradientBoostingClassifier(**settings, early_stopping=True)
-            model.fit(X_fit, y_fit, X_val=X_val, y_val=y_val)
-            return model, {"max_iter": int(model.n_iter_)}
-        return HistGradientBoostingClassifier(**settings, early_stopping=False).fit(X_fit, y_fit), {}
+        return make_pipeline(StandardScaler(), LogisticRegression(**settings)).fit(X_fit, y_fit)
+    if name == "gradient_boosting":
+        if cache_dir is None:
+            return fit_trees(X_fit, y_fit, settings, seed)
+        return cached_trees(X_fit, y_fit, settings, seed, cache_dir)
     raise ValueError(f"baselines.models: unknown baseline {name!r}")
 
 
@@ -145,10 +144,10 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     d = tables.deliveries
     d = d[~d["is_super_over"].astype(bool)].reset_index(drop=True)
     labels = split.label(d["season"])
-    train, val, test = (d[labels == s].reset_index(drop=True) for s in ("train", "validation", "test"))
-    fit_final = pd.concat([train, val], ignore_index=True) if cfg.refit else train
-    X_train, X_val, X_fit, X_test = baseline_features(tables.deliveries, train, val, fit_final, test, data)
-    y_train, y_val, y_fit = labels_of(train), labels_of(val), labels_of(fit_final)
+    fitted = ["train", "validation"] if cfg.refit else ["train"]
+    fit_final, test = d[labels.isin(fitted)].reset_index(drop=True), d[labels == "test"].reset_index(drop=True)
+    X_fit, X_test = baseline_features(tables.deliveries, fit_final, test, data)
+    y_fit = labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
     state = keyed_state(test, X_test)
 
@@ -163,8 +162,10 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             "%s: fitting on seasons %s%s",
             stage,
             season_range(fit_final),
-            f" (its iteration count chosen on {season_range(val)} first)" if name == "hist_gradient_boosting" else "",
+            " (its size chosen on a random tenth of those balls; cached)" if name == "gradient_boosting" else "",
         )
+        if name == "gradient_boosting":  # the teacher's trees (data.trees), with any setting given here
+            settings = {**OmegaConf.to_container(data.trees, resolve=True), **settings}
         tags = {"model_family": "baseline", "baseline": name}
         if ref_run:
             tags.update(paired_against=reference, comparison=comparison)
@@ -178,11 +179,8 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         with tracking.ending(uri, run_id):
             with tracking.system_metrics(uri, run_id, interval=5.0):
                 start = time.perf_counter()
-                model, chosen = None, {}
-                if name == "hist_gradient_boosting":  # choose the iteration count on validation
-                    model, chosen = fit_baseline(name, settings, X_train, y_train, X_val, y_val)
-                if cfg.refit or model is None:
-                    model, _ = fit_baseline(name, {**settings, **chosen}, _inputs(name, fit_final, X_fit), y_fit)
+                cache = project_path(data.data_dir) / "cache"
+                model = fit_baseline(name, settings, _inputs(name, fit_final, X_fit), y_fit, cfg.seed, cache)
                 probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
                 probs /= probs.sum(
                     axis=1, keepdims=True
@@ -196,7 +194,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
                 "baseline": name,
                 "refit": str(cfg.refit),
                 "fit_seasons": season_range(fit_final),
-                **{f"settings.{k}": str(v) for k, v in {**settings, **chosen}.items()},
+                **{f"settings.{k}": str(v) for k, v in settings.items()},
             }
             params.update(tracking.flatten({"data": OmegaConf.to_container(data, resolve=True)}))
             tracking.log_params(uri, run_id, params)
@@ -267,28 +265,20 @@ def log_comparison(uri: str, reference: str, table: str, rows: pd.DataFrame, fol
 
 
 def baseline_features(
-    known: pd.DataFrame, train: pd.DataFrame, val: pd.DataFrame, fit_final: pd.DataFrame, test: pd.DataFrame, data
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The features of the training, validation, final fitting and test deliveries, as the teacher's trees
-    read them: the match state, the over and the players' and venue's outcome rates fitted on the fitting
-    seasons (out of fold for their own rows); with `data.records`, every key's record as of the ball's day
-    from the `known` matches before it, in place of the rates."""
+    known: pd.DataFrame, fit_on: pd.DataFrame, test: pd.DataFrame, data
+) -> tuple[np.ndarray, np.ndarray]:
+    """The features of the fitting and test deliveries, as the teacher's trees read them: the match state, the
+    over and the players' and venue's outcome rates fitted on the fitting seasons (out of fold for their own
+    rows); with `data.records`, every key's record as of the ball's day from the `known` matches before it,
+    in place of the rates."""
+    last = int(fit_on["season"].max())
     if data.get("records") is not None:
         log.info("features: match state and each player's, venue's and competition's record as of the day")
         book = RecordBook(known, RecordSettings(**data.records))
-        first, last = int(train["season"].max()), int(fit_final["season"].max())
-        return tuple(
-            tabular_features(d, book, s) for d, s in ((train, first), (val, first), (fit_final, last), (test, last))
-        )
-    log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_final))
-    # Selection features (fitted on training seasons) and final features (fitted on the final fit set).
-    strength = float(data.rate_strength)
-    sel_feats, X_train = TabularFeatures.fit_transform(train, strength)
-    X_val = sel_feats.transform(val)
-    feats, X_fit = (
-        TabularFeatures.fit_transform(fit_final, strength) if fit_final is not train else (sel_feats, X_train)
-    )
-    return X_train, X_val, X_fit, feats.transform(test)
+        return tabular_features(fit_on, book, last), tabular_features(test, book, last)
+    log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_on))
+    features, X_fit = TabularFeatures.fit_transform(fit_on, float(data.rate_strength))
+    return X_fit, features.transform(test)
 
 
 def keyed_state(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:

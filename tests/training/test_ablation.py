@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 
 from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
-from cricket_attn.data import deliveries, teacher
+from cricket_attn.data import deliveries, trees
 from cricket_attn.metrics import paired_difference
 from cricket_attn.training.ablation import (
     Job,
@@ -275,7 +275,7 @@ def test_a_run_on_data_an_older_ingest_built_is_not_one_of_todays(monkeypatch):
         monkeypatch.setattr(deliveries, "SCHEMA_VERSION", deliveries.SCHEMA_VERSION - 1)
         settings_digest.cache_clear()
         older = settings_digest(())
-        monkeypatch.setattr(teacher, "TEACHER_FEATURES_VERSION", teacher.TEACHER_FEATURES_VERSION - 1)
+        monkeypatch.setattr(trees, "TREES_VERSION", trees.TREES_VERSION - 1)
         settings_digest.cache_clear()
         assert len({today, older, settings_digest(())}) == 3
     finally:

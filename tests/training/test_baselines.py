@@ -18,7 +18,7 @@ from cricket_attn.training.baselines import FrequencyTable, keyed_state
 
 def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, tracked_run):
     table = baselines_run["table"]
-    assert list(table["model"]) == ["marginal", "frequency_table", "logistic", "hist_gradient_boosting"]
+    assert list(table["model"]) == ["marginal", "frequency_table", "logistic", "gradient_boosting"]
     client = MlflowClient(tracked_run["uri"])
     transformer = load_scored(tracked_run["uri"], tracked_run["run_id"])
     for _, row in table.iterrows():
@@ -38,11 +38,11 @@ def test_every_baseline_is_a_run_paired_with_the_transformer(baselines_run, trac
             <= diff
             <= run.data.metrics["paired/ci_high_vs_transformer"]
         )
-    assert "hist_gradient_boosting" in (baselines_run["folder"] / "comparison.md").read_text()
+    assert "gradient_boosting" in (baselines_run["folder"] / "comparison.md").read_text()
     where = (baselines_run["folder"] / "paired_by_state.md").read_text()
     assert "| wickets down | 8+ |" in where and "| actual outcome | wicket |" in where
-    assert "hist_gradient_boosting - transformer" in where
-    hgb = table.set_index("model").loc["hist_gradient_boosting", "run_id"]
+    assert "gradient_boosting - transformer" in where
+    hgb = table.set_index("model").loc["gradient_boosting", "run_id"]
     assert "paired_by_state.md" in {a.path for a in client.list_artifacts(hgb)}
 
 
@@ -82,10 +82,17 @@ def test_one_comparison_reads_as_one_group_in_the_dashboard(baselines_run, track
     assert f"viewStateShareKey={COMPARISON_VIEW}&" in dashboard_url(tracked_run["uri"], "cricket_attn", comparison=True)
 
 
-def test_gradient_boosting_iterations_are_chosen_on_validation(baselines_run, tracked_run):
-    run_id = baselines_run["table"].set_index("model").loc["hist_gradient_boosting", "run_id"]
+def test_the_trees_baseline_is_the_teachers_learner_fitted_through_the_validation_season(baselines_run, tracked_run):
+    """The trees baseline takes data.trees (num_iterations 50 here), is fitted on 2008-2024 with its
+    size chosen on a tenth of those balls, and is cached beside the teacher's folds."""
+    run_id = baselines_run["table"].set_index("model").loc["gradient_boosting", "run_id"]
     params = MlflowClient(tracked_run["uri"]).get_run(run_id).data.params
-    assert 1 <= int(params["settings.max_iter"]) <= 50 and params["fit_seasons"].endswith("2024")
+    assert params["settings.num_iterations"] == "50" and params["settings.num_leaves"] == "31"
+    assert params["fit_seasons"].endswith("2024")
+    cached = list((tracked_run["folder"] / "data" / "cache").glob("trees-*.txt"))
+    assert len(cached) == 1
+    rounds = cached[0].read_text().count("Tree=") // 10  # ten trees a round, one per outcome class
+    assert 1 <= rounds <= 50
 
 
 def test_paired_interval_resamples_whole_matches(deliveries):
@@ -157,15 +164,15 @@ def test_with_records_each_ball_reads_only_the_matches_before_its_own(deliveries
     earlier = (train["date"] < train["date"].max()).to_numpy()
     for records, moves_earlier in ((None, True), ({}, False)):
         data = OmegaConf.create({"records": records, "rate_strength": 200.0})
-        parts = [(x[x["season"] <= 2023], x[x["season"] == 2024], x[x["season"] >= 2025]) for x in (d, changed)]
-        (a, _, _, a_test), (b, _, _, b_test) = (
-            baseline_features(x, tr, va, tr, te, data) for x, (tr, va, te) in zip((d, changed), parts, strict=True)
+        parts = [(x[x["season"] <= 2023], x[x["season"] >= 2025]) for x in (d, changed)]
+        (a, a_test), (b, b_test) = (
+            baseline_features(x, tr, te, data) for x, (tr, te) in zip((d, changed), parts, strict=True)
         )
         assert not np.array_equal(a_test, b_test)  # the test balls know the changed match either way
         assert (not np.array_equal(a[earlier], b[earlier])) == moves_earlier
     results = run_baselines(baselines_config(tmp_path, "data.records={}", "baselines.n_boot=50", "refit=false"))
     loss = results.set_index("model")["log_loss"]
-    assert set(loss.index) == {"marginal", "frequency_table", "logistic", "hist_gradient_boosting"}
+    assert set(loss.index) == {"marginal", "frequency_table", "logistic", "gradient_boosting"}
     # On 20 matches the logistic regression over-fits a hundred record columns (3.7 here); the others do not.
     assert np.isfinite(loss).all() and loss.drop("logistic").between(1.0, 2.0).all()
 
@@ -206,8 +213,8 @@ def refused(cfg, capsys) -> str:
     "override, message",
     [
         ("baselines.n_boot=0", "baselines.n_boot=0: must be at least 1"),
-        ("baselines.models.hist_gradient_boosting.max_iter=-5", "models.hist_gradient_boosting.max_iter=-5: must be"),
-        ("+baselines.models.xgboost={}", "baselines.models={marginal, frequency_table, logistic, hist_gradient_boos"),
+        ("+baselines.models.gradient_boosting.num_iterations=-5", "models.gradient_boosting.num_iterations=-5: must"),
+        ("+baselines.models.xgboost={}", "baselines.models={marginal, frequency_table, logistic, gradient_boosting, x"),
         ("data.split.validation=[2025]", "data.split: seasons must run train (<= 2023) < validation [2025] < test"),
     ],
 )
