@@ -33,18 +33,19 @@ main: $(STAMP)
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
 
-# Every men's T20 league (conf/data/t20.yaml: the IPL archive and Cricsheet's men's T20 zip, players
-# known by their records as of the day in every competition): the pooled model with a moving average of its
-# weights (callbacks=ema: steadier from seed to seed, better on every league), then the same fine-tuned on the
-# IPL from its weights, then the baselines on the pooled table, paired with the fine-tuned run. About 7 hours
-# on the 2-core CPU: the two training steps some 5 hours on one core (31 epochs a member), the trees 1-2 more;
-# a stopped training step continues with `cricket-attn-train resume=<its folder>` (outputs/leagues/<stamp>/
-# pooled or .../ipl); the baselines start again.
-LEAGUES := $(CURDIR)/outputs/leagues/$(shell date +%Y-%m-%d_%H-%M-%S)
+# Every men's T20 league (conf/data/t20.yaml: the IPL archive and Cricsheet's men's T20 zip, players known by
+# their records as of the day in every competition): the pooled model with a moving average of its weights
+# (callbacks=ema: steadier from seed to seed, better on every league), then the same fine-tuned on the IPL from
+# its weights, then the baselines on the pooled table, paired with the fine-tuned run. Each training stage has
+# its folder under LEAGUES: `make leagues` again continues a stopped stage where it stopped, in the same MLflow
+# run, and keeps a finished one (LEAGUES=<another folder> for a new run).
+LEAGUES ?= $(CURDIR)/outputs/leagues
+stage = if [ -f $(1)/mlflow_run.json ]; then $(VENV)/bin/cricket-attn-train resume=$(1); \
+	else $(VENV)/bin/cricket-attn-train $(2) hydra.run.dir=$(1); fi
 leagues: $(STAMP)
-	$(VENV)/bin/cricket-attn-train data=t20 callbacks=ema hydra.run.dir=$(LEAGUES)/pooled
-	$(VENV)/bin/cricket-attn-train data=t20 init_from=$(LEAGUES)/pooled optim.lr=3e-4 \
-		'data.train_competitions=[Indian Premier League]' hydra.run.dir=$(LEAGUES)/ipl
+	$(call stage,$(LEAGUES)/pooled,data=t20 callbacks=ema)
+	$(call stage,$(LEAGUES)/ipl,data=t20 init_from=$(LEAGUES)/pooled optim.lr=3e-4 \
+		'data.train_competitions=[Indian Premier League]')
 	$(VENV)/bin/cricket-attn-baselines data=t20
 
 # Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.

@@ -158,6 +158,8 @@ TRAIN: tuple[Setting, ...] = (
     ("calibrate", "bool", *ANY),
     ("calibrate_wickets", "bool", *ANY),
     ("ensemble", "int", *at_least(1)),
+    ("refit_from", "str", *one_of("scratch", "selected")),
+    ("refit_epochs", "int", *at_least(1)),
     ("progress", "str", *one_of(*MODES)),
     ("resume", "str?", *ANY),
     ("init_from", "str?", *ANY),

@@ -198,6 +198,23 @@ def test_resume_continues_the_same_mlflow_run(tmp_path):
     assert len(client.search_runs(["1"])) == 1
 
 
+def test_a_finished_run_resumed_as_it_was_is_kept(tmp_path, monkeypatch):
+    """`make leagues` run again: a stage that finished is resumed with the settings it finished with, and
+    nothing is trained or scored again; its results stand and its MLflow run stays FINISHED. With more
+    epochs it would train on (the test above)."""
+    import cricket_attn.training.train as train_module
+
+    first = train(tiny_train_config(tmp_path, "ensemble=1"))
+    calls = []
+    for name in ("fit_stage", "report"):
+        monkeypatch.setattr(train_module, name, lambda *a, name=name, **k: calls.append(name))
+    again = train(tiny_train_config(tmp_path, "ensemble=1", f"resume={tmp_path / 'run'}"))
+    assert calls == [] and again["test/log_loss"] == first["test/log_loss"]
+    assert again["checkpoint"] == first["checkpoint"] and again["mlflow_run_id"] == first["mlflow_run_id"]
+    runs = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
+    assert [r.info.status for r in runs] == ["FINISHED"]
+
+
 def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypatch):
     import cricket_attn.training.train as train_module
     from cricket_attn.scoring.checkpoints import load_model

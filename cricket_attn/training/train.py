@@ -234,7 +234,15 @@ def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
     )
 
 
+def finished_as(cfg: DictConfig) -> dict:
+    """What a finished run was finished with, of the settings a resume may change that would train it further."""
+    return {"max_epochs": cfg.trainer.get("max_epochs"), "refit": bool(cfg.refit), "ensemble": int(cfg.ensemble)}
+
+
 def run_protocol(cfg: DictConfig, run: Run) -> dict:
+    if run.state.get("finished") == finished_as(cfg):  # resumed once done: nothing is trained or scored again
+        log.info("resume: the run in %s finished already; its results stand", run.folder)
+        return dict(run.state.get("results", {}))
     pl.seed_everything(cfg.seed, workers=True)
     callbacks = {name: hydra.utils.instantiate(c) if c else None for name, c in cfg.callbacks.items()}
     ckpt = callbacks["model_checkpoint"]
@@ -307,18 +315,28 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         refit_callbacks = {
             name: c for name, c in cfg.callbacks.items() if c and name not in ("early_stopping", "model_checkpoint")
         }
+        refit_dm = None  # one encoder and data set for every member: only the order of the batches is each's own
+        continued = cfg.refit_from == "selected"
+        epochs = cfg.refit_epochs if continued else best_epoch
         for k in range(len(members), cfg.ensemble):
             clock, stage = progress.Stopwatch(), f"refit {k + 1}/{cfg.ensemble}"
             log.info(
-                "%s: training on seasons %s and %s for %d epochs, seed %d",
+                "%s: training on seasons %s and %s for %d epochs, seed %d%s",
                 stage,
                 fit_seasons,
                 val_seasons,
-                best_epoch,
+                epochs,
                 cfg.seed + k,
+                ", from the selected model" if continued else "",
             )
             pl.seed_everything(cfg.seed + k, workers=True)
-            dm = hydra.utils.instantiate(cfg.data, refit=True, seed=cfg.seed + k)
+            if refit_dm is None:
+                refit_dm = hydra.utils.instantiate(cfg.data, refit=True)
+                if continued:  # the selected model reads its features as it learnt them: its own encoder
+                    refit_dm.load_state_dict(
+                        torch.load(best_path, map_location="cpu", weights_only=True)["CricketDataModule"]
+                    )
+            dm, refit_dm.seed = refit_dm, cfg.seed + k
             name = "refit" if k == 0 else f"refit{k + 1}"
             refit_dir = Path(ckpt.dirpath) / name
             refit_ckpt = hydra.utils.instantiate(
@@ -331,9 +349,9 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
                 {**callbacks_k, "model_checkpoint": refit_ckpt},
                 run.logger(name),
                 stage,
-                max_epochs=best_epoch,
+                max_epochs=epochs,
                 ckpt_path=resume_from(refit_ckpt) if resuming else None,
-                start=start_from(cfg, k),
+                start=best_path if continued else start_from(cfg, k),
             )
             members.append(refit_ckpt.last_model_path or refit_ckpt.best_model_path)
             run.save()
@@ -343,6 +361,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         final = [best_path] if best_path else []
     if dm.tables is None:  # a run resumed past its last fit: the data, with the encoder as the final model's
         dm = hydra.utils.instantiate(cfg.data, refit=bool(cfg.refit and best_epoch))
+        if final:
+            dm.load_state_dict(torch.load(final[0], map_location="cpu", weights_only=True)["CricketDataModule"])
         dm.setup("test")
     calibration = run.state.get("calibration")
     if len(final) > 1 or (final and calibration is not None):
@@ -353,6 +373,9 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     # The test scores the final weights (with refit=false the best epoch's, not the last epoch's).
     model = load_model(results["checkpoint"])[0] if final else module.model
     report(cfg, run, dm, model, results)
+    plain = {k: v.item() if hasattr(v, "item") else v for k, v in results.items()}
+    run.state.update(finished=finished_as(cfg), results=plain)
+    run.save()
     for key, value in results.items():
         print(f"{key}: {value:.6g}" if isinstance(value, float) else f"{key}: {value}")
     return results
@@ -505,8 +528,10 @@ def train(cfg: DictConfig) -> dict:
 
 # What a resumed run may not change: they fix the model's shape, the data and its split, and what the
 # protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may, and
-# a run of the selection stage alone (refit=false) may be continued to its refit with refit=true.
+# a run of the selection stage alone (refit=false) may be continued to its refit with refit=true (and any
+# refit_from, refit_epochs).
 FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.", "init_from")
+REFIT_SETTINGS = ("refit", "refit_from", "refit_epochs")  # a selection-only run's resume may set them
 
 
 def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -523,7 +548,7 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     given = [o for o in overrides if not o.lstrip("+~").startswith(("resume=", "hydra."))]
     for override in given:
         key = override.lstrip("+~").split("=", 1)[0]
-        if key == "refit" and not run_cfg.get("refit") and OmegaConf.from_dotlist([override]).get("refit") is True:
+        if key in REFIT_SETTINGS and not run_cfg.get("refit"):
             continue  # a run of the selection stage alone, continued to its refit (it chose what the refit needs)
         if key.startswith(FIXED_ON_RESUME) or key in (k.rstrip(".") for k in FIXED_ON_RESUME):
             raise ConfigError(

@@ -95,6 +95,27 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     assert score(scored)["log_loss"] == pytest.approx(results["test/log_loss"], abs=1e-9)
 
 
+def test_a_refit_from_the_selected_model_continues_it_with_its_own_encoder(tmp_path):
+    """refit_from=selected: each member starts from the selected model's weights (not a fresh model) and
+    trains refit_epochs more epochs on the training and validation seasons, reading its features through the
+    selection's encoder (fitted to 2023) as the selected model learnt them; the test report scores it."""
+    from cricket_attn.scoring.serving import from_checkpoint
+    from cricket_attn.training.lit_module import load_checkpoint
+
+    overrides = ("ensemble=2", "~logger", "refit_from=selected", "refit_epochs=1", "trainer.max_epochs=3")
+    results = train(tiny_train_config(tmp_path, *overrides))
+    checkpoints = tmp_path / "run" / "checkpoints"
+    selected, _ = load_checkpoint(next(checkpoints.glob("best-*.ckpt")))
+    members = [load_checkpoint(checkpoints / name / "last.ckpt") for name in ("refit", "refit2")]
+    assert [ckpt["epoch"] + 1 for _, ckpt in members] == [1, 1]
+    flat = lambda m: torch.cat([p.detach().flatten() for p in m.model.parameters()])
+    for member, _ in members:  # one epoch on from the selected weights: moved, and still theirs (a fresh start: r ~ 0)
+        assert not torch.equal(flat(member), flat(selected))
+        assert torch.corrcoef(torch.stack([flat(member), flat(selected)]))[0, 1] > 0.9
+    assert from_checkpoint(results["checkpoint"]).encoder.last_season == 2023  # the selection's encoder
+    assert math.isfinite(results["test/log_loss"]) and 1.0 < results["test/log_loss"] < 2.5
+
+
 def test_console_script_finds_conf_from_any_folder(tmp_path):
     import shutil
     import subprocess
@@ -159,10 +180,10 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
         "selection: done in ",
         "calibration: temperature ",
         f"refit 1/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 0",
+        "teacher: read from the cache, ",  # the selection's folds: 2024's balls get their mean, no new fit
         f"refit 1/2 epoch {epochs}/{epochs}, ",
         "refit 1/2: done in ",
         f"refit 2/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 1",
-        "teacher: read from the cache, ",
         f"refit 2/2 epoch {epochs}/{epochs}, ",
         "test report: scoring 1,200 deliveries of seasons 2025-2026",
         "test report: done in ",
@@ -172,6 +193,9 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
         found = next((i for i in range(at, len(lines)) if lines[i].startswith(start)), None)
         assert found is not None, f"no line starting {start!r} after {lines[at - 1] if at else 'the start'!r}"
         at = found + 1
+    # The teacher's folds are fitted once, and the refit's data set is built once for both members.
+    assert sum(line.startswith("teacher fold ") for line in lines) == 3
+    assert sum(line.startswith("teacher: read from the cache") for line in lines) == 1
     # The numbers in the lines are the logged ones.
     history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
         results["mlflow_run_id"], "val/loss"
