@@ -130,7 +130,8 @@ def baselines_run(tracked_run):
         f"paths.output_dir={folder / 'bl'}",
         f"paths.mlflow_uri={tracked_run['uri']}",
         "baselines.n_boot=200",
-        "data.trees.num_iterations=50",
+        "data.teacher.folds=3",  # the tracked run's teacher settings: its refit's teacher is the trees baseline
+        "data.trees.num_iterations=20",
     ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="baselines", overrides=overrides)

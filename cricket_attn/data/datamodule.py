@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 import pytorch_lightning as pl
 import torch
@@ -148,28 +147,21 @@ class CricketDataModule(pl.LightningDataModule):
             self._add_soft_targets(fit_on)
 
     def _add_soft_targets(self, fit_on) -> None:
-        """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's probabilities. The teacher
-        is fitted on the training seasons; in the refit the validation seasons' balls get its folds' mean."""
+        """Training targets: (1 - weight) * one-hot outcome + weight * the teacher's out-of-fold probabilities,
+        from trees fitted on the balls this stage fits (the refit's on the validation season too)."""
         regular = fit_on[~fit_on["is_super_over"].astype(bool)]  # the sequences leave super overs out
-        book = self.encoder.record_book  # an encoder reading records: the trees read them too
-        # Trees on rates fitted per fold predict only the balls they were fitted on: without a book, all of them.
-        later = (self.split.label(regular["season"]) != "train").to_numpy() & (book is not None)
         # Folds seeded 0 whatever the run's seed: every ensemble member trains on the same (cached) teacher.
         teacher = cached_teacher(
-            regular[~later],
+            regular,
             dict(self.trees),
             int(self.teacher["folds"]),
             seed=0,
             rate_strength=self.rate_strength,
             cache_dir=self.data_dir / "cache",
-            book=book,
+            book=self.encoder.record_book,  # an encoder reading records: the trees read them too
         )
-        probs = np.zeros((len(regular), N_OUTCOMES), dtype=np.float32)
-        probs[~later] = teacher.oof
-        if later.any():
-            probs[later] = teacher.predict(regular[later], book)
         by_row = torch.zeros(len(fit_on), N_OUTCOMES)
-        by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(probs)
+        by_row[torch.from_numpy(regular.index.to_numpy(copy=True))] = torch.from_numpy(teacher.oof)
         train = self.datasets["train"].tensors
         w = float(self.teacher["weight"])
         onehot = torch.nn.functional.one_hot(train["outcome"].clamp(min=0), N_OUTCOMES).float()

@@ -8,11 +8,12 @@ transformer is used to predict.
 
 The teacher's probabilities for a ball come from trees fitted on the other folds' matches of the same
 fitting seasons (folds by match), so no target contains its own outcome, and nothing outside the fitting
-seasons is used: the validation and test seasons are never seen. The refit stage adds the validation
-season to the fit; its balls get the mean of the same folds' trees (fitted on the earlier seasons alone,
-so none has seen them), and the earlier balls keep their targets: one set of folds serves both stages.
-Fitting the folds takes minutes, so the teacher is cached under data/cache, keyed by the deliveries and
-settings.
+seasons is used: the selection's teacher never sees the validation season, and no teacher the test's. The
+refit's teacher, fitted through the validation season, is also the trees baseline of
+cricket-attn-baselines: its folds' mean predicts the test seasons, which none of them has seen (a teacher
+of the earlier seasons alone for the refit, one set of folds for both stages, cost the IPL test 0.0009 a
+ball: docs/experiments.md). Fitting the folds takes minutes, so the teacher is cached under data/cache,
+keyed by the deliveries and settings.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ class Teacher:
     last_season: int
     reads_records: bool = True  # False: rates fitted on each fold's other folds, which only `oof` kept
 
-    def predict(self, later: pd.DataFrame, book: RecordBook) -> np.ndarray:
-        """(len(later), N_OUTCOMES): the folds' mean for balls of later matches, their records read from `book`."""
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """(len(X), N_OUTCOMES): the folds' mean for balls none of them was fitted on (features `X` made as its
+        own were: `tabular_features` with `last_season`)."""
         if not self.reads_records:
             raise ValueError("a teacher on fitted rates predicts only the balls it was fitted on")
-        X = tabular_features(later, book, self.last_season)
         return np.mean([trees.predict_proba(X) for trees in self.folds], axis=0)
 
 

@@ -2,10 +2,10 @@
 
 Each baseline is fitted, as the final transformer is, on the training and validation seasons (`refit=true`;
 the training seasons alone with `refit=false`) and scored on the test seasons. The gradient-boosted trees are
-the teacher's learner (cricket_attn.data.trees, data.trees), their size chosen on a random tenth of their own
-balls as each teacher fold's is, so no season is set aside for it; their fit is cached. Each is an MLflow run
-in the transformer's experiment, with its log-loss difference from a transformer run, paired on the same
-deliveries, with a bootstrap interval resampled by match.
+the refit's teacher itself (cricket_attn.data.teacher: LightGBM's trees in folds by match, fitted through the
+validation season), its folds' mean scoring the test: no trees are fitted twice, and none has seen a test
+ball. Each is an MLflow run in the transformer's experiment, with its log-loss difference from a transformer
+run, paired on the same deliveries, with a bootstrap interval resampled by match.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from cricket_attn.data.features import STATE_COLUMNS, TabularFeatures
 from cricket_attn.data.records import RecordBook, RecordSettings, tabular_features
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
-from cricket_attn.data.trees import cached_trees, fit_trees
+from cricket_attn.data.teacher import cached_teacher
+from cricket_attn.data.trees import cached_trees
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import (
     KEY_COLUMNS,
@@ -93,20 +94,26 @@ def _cells_frame(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:
     )
 
 
-def fit_baseline(name: str, settings: dict, X_fit, y_fit, seed: int = 0, cache_dir: Path | None = None) -> object:
-    """A fitted model. The trees (`gradient_boosting`, cricket_attn.data.trees) choose their size on a tenth
-    of their own rows and are cached in `cache_dir`: a second run on the same data reads the fit."""
+def fit_baseline(name: str, settings: dict, X_fit, y_fit) -> object:
+    """A fitted model (the trees are the teacher's: `teacher_trees`)."""
     if name == "marginal":
         return Marginal().fit(X_fit, y_fit)
     if name == "frequency_table":
         return FrequencyTable(**settings).fit(X_fit, y_fit)
     if name == "logistic":
         return make_pipeline(StandardScaler(), LogisticRegression(**settings)).fit(X_fit, y_fit)
-    if name == "gradient_boosting":
-        if cache_dir is None:
-            return fit_trees(X_fit, y_fit, settings, seed)
-        return cached_trees(X_fit, y_fit, settings, seed, cache_dir)
     raise ValueError(f"baselines.models: unknown baseline {name!r}")
+
+
+def teacher_trees(fit_on: pd.DataFrame, X_fit: np.ndarray, book: RecordBook | None, settings: dict, data) -> object:
+    """The trees baseline: the teacher a transformer's refit fits on the same balls (cricket_attn.data.teacher,
+    read from the cache where a run fitted it), whose folds' mean predicts balls none of them has seen. On rates
+    fitted per fold (data.records null) its folds cannot read new balls: one fit of the same trees instead."""
+    cache = project_path(data.data_dir) / "cache"
+    if book is None:
+        return cached_trees(X_fit, labels_of(fit_on), settings, 0, cache)
+    folds = int((data.get("teacher") or {}).get("folds", 2))
+    return cached_teacher(fit_on, settings, folds, 0, float(data.rate_strength), cache, book)
 
 
 def _inputs(name: str, d: pd.DataFrame, X: np.ndarray):
@@ -146,7 +153,7 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
     labels = split.label(d["season"])
     fitted = ["train", "validation"] if cfg.refit else ["train"]
     fit_final, test = d[labels.isin(fitted)].reset_index(drop=True), d[labels == "test"].reset_index(drop=True)
-    X_fit, X_test = baseline_features(tables.deliveries, fit_final, test, data)
+    X_fit, X_test, book = baseline_features(tables.deliveries, fit_final, test, data)
     y_fit = labels_of(fit_final)
     ref_scored = tracking.load_scored(uri, reference, "test") if reference else None
     state = keyed_state(test, X_test)
@@ -162,7 +169,9 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
             "%s: fitting on seasons %s%s",
             stage,
             season_range(fit_final),
-            " (its size chosen on a random tenth of those balls; cached)" if name == "gradient_boosting" else "",
+            " (the refit's teacher: its folds' mean, from the cache where a run fitted them)"
+            if name == "gradient_boosting"
+            else "",
         )
         if name == "gradient_boosting":  # the teacher's trees (data.trees), with any setting given here
             settings = {**OmegaConf.to_container(data.trees, resolve=True), **settings}
@@ -179,8 +188,10 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         with tracking.ending(uri, run_id):
             with tracking.system_metrics(uri, run_id, interval=5.0):
                 start = time.perf_counter()
-                cache = project_path(data.data_dir) / "cache"
-                model = fit_baseline(name, settings, _inputs(name, fit_final, X_fit), y_fit, cfg.seed, cache)
+                if name == "gradient_boosting":
+                    model = teacher_trees(fit_final, X_fit, book, settings, data)
+                else:
+                    model = fit_baseline(name, settings, _inputs(name, fit_final, X_fit), y_fit)
                 probs = np.asarray(model.predict_proba(_inputs(name, test, X_test)), dtype=np.float64)
                 probs /= probs.sum(
                     axis=1, keepdims=True
@@ -266,19 +277,19 @@ def log_comparison(uri: str, reference: str, table: str, rows: pd.DataFrame, fol
 
 def baseline_features(
     known: pd.DataFrame, fit_on: pd.DataFrame, test: pd.DataFrame, data
-) -> tuple[np.ndarray, np.ndarray]:
-    """The features of the fitting and test deliveries, as the teacher's trees read them: the match state, the
-    over and the players' and venue's outcome rates fitted on the fitting seasons (out of fold for their own
-    rows); with `data.records`, every key's record as of the ball's day from the `known` matches before it,
-    in place of the rates."""
+) -> tuple[np.ndarray, np.ndarray, RecordBook | None]:
+    """The features of the fitting and test deliveries, as the teacher's trees read them, and the record book
+    they were read from: the match state, the over and the players' and venue's outcome rates fitted on the
+    fitting seasons (out of fold for their own rows, no book); with `data.records`, every key's record as of
+    the ball's day from the `known` matches before it, in place of the rates."""
     last = int(fit_on["season"].max())
     if data.get("records") is not None:
         log.info("features: match state and each player's, venue's and competition's record as of the day")
         book = RecordBook(known, RecordSettings(**data.records))
-        return tabular_features(fit_on, book, last), tabular_features(test, book, last)
+        return tabular_features(fit_on, book, last), tabular_features(test, book, last), book
     log.info("features: match state and outcome rates, fitted on seasons %s", season_range(fit_on))
     features, X_fit = TabularFeatures.fit_transform(fit_on, float(data.rate_strength))
-    return X_fit, features.transform(test)
+    return X_fit, features.transform(test), None
 
 
 def keyed_state(d: pd.DataFrame, X: np.ndarray) -> pd.DataFrame:

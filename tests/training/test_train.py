@@ -180,7 +180,8 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
         "selection: done in ",
         "calibration: temperature ",
         f"refit 1/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 0",
-        "teacher: read from the cache, ",  # the selection's folds: 2024's balls get their mean, no new fit
+        "teacher: 3 folds of gradient-boosted trees on ",  # the refit's own, 2008-2024
+        "teacher fold 3/3: ",
         f"refit 1/2 epoch {epochs}/{epochs}, ",
         "refit 1/2: done in ",
         f"refit 2/2: training on seasons up to 2023 and 2024 for {epochs} epochs, seed 1",
@@ -193,9 +194,10 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
         found = next((i for i in range(at, len(lines)) if lines[i].startswith(start)), None)
         assert found is not None, f"no line starting {start!r} after {lines[at - 1] if at else 'the start'!r}"
         at = found + 1
-    # The teacher's folds are fitted once, and the refit's data set is built once for both members.
-    assert sum(line.startswith("teacher fold ") for line in lines) == 3
-    assert sum(line.startswith("teacher: read from the cache") for line in lines) == 1
+    # Each stage's teacher is fitted once, and the refit's data set is built once for both members.
+    assert sum(line.startswith("teacher fold ") for line in lines) == 6
+    assert not any(line.startswith("teacher: read from the cache") for line in lines)
+    assert next(line for line in lines if "of seasons 2008-2024" in line).startswith("teacher: 3 folds")
     # The numbers in the lines are the logged ones.
     history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
         results["mlflow_run_id"], "val/loss"
