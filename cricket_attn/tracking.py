@@ -28,7 +28,7 @@ from typing import Any
 
 import mlflow
 import pandas as pd
-from mlflow.entities import DatasetInput, InputTag
+from mlflow.entities import Dataset, DatasetInput, InputTag
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 from mlflow.tracking import MlflowClient
@@ -192,7 +192,9 @@ def dashboard_url(
 def log_datasets(uri: str, run_id: str, parts: dict[str, tuple[str, pd.DataFrame]], source: str, digest: str) -> None:
     """Each split's deliveries, by context (the split), with its seasons as people write them: a dataset
     input of the run, so MLflow's Dataset column shows which data and seasons a run saw. `digest` names
-    the data's content."""
+    the data's content. The schema is inferred from a sample holding the first rows and a missing value
+    of every column that has one (MLflow reads every value otherwise: 20 s on the IPL's test seasons);
+    the profile counts the whole split."""
     from mlflow.data import from_pandas
 
     inputs = []
@@ -201,9 +203,25 @@ def log_datasets(uri: str, run_id: str, parts: dict[str, tuple[str, pd.DataFrame
             continue
         with warnings.catch_warnings():  # MLflow's hints about guessing the source kind and integer columns
             warnings.simplefilter("ignore")
-            dataset = from_pandas(d, source=source, name=f"{Path(source).name} {seasons}", digest=digest)
-            inputs.append(DatasetInput(dataset._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, context)]))
+            sampled = from_pandas(_schema_sample(d), source=source, digest=digest)._to_mlflow_entity()
+        dataset = Dataset(
+            name=f"{Path(source).name} {seasons}",
+            digest=digest,
+            source_type=sampled.source_type,
+            source=sampled.source,
+            schema=sampled.schema,
+            profile=json.dumps({"num_rows": len(d), "num_elements": int(d.size)}),
+        )
+        inputs.append(DatasetInput(dataset, [InputTag(MLFLOW_DATASET_CONTEXT, context)]))
     MlflowClient(uri).log_inputs(run_id, datasets=inputs)
+
+
+def _schema_sample(d: pd.DataFrame, rows: int = 1000) -> pd.DataFrame:
+    """The first `rows` rows and, for each column with a missing value, its first row missing it: the
+    same column types and the same `required` flags as the whole frame."""
+    missing = d.isna()
+    taken = set(range(min(rows, len(d)))) | {int(missing[c].to_numpy().argmax()) for c in d if missing[c].any()}
+    return d.iloc[sorted(taken)]
 
 
 # The saved view `make dashboard` offers: MLflow 3.17's UI keeps saved views as experiment tags

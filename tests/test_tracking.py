@@ -65,6 +65,8 @@ def test_the_experiment_opens_on_training_runs_with_artifacts_beside_the_store(t
 
 
 def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_run, phases):
+    from mlflow.data import from_pandas
+
     from cricket_attn.data.deliveries import load_tables
     from cricket_attn.data.splits import SeasonSplit
 
@@ -78,6 +80,9 @@ def test_a_run_says_what_it_is_which_data_it_saw_and_where_it_came_from(tracked_
     for item in run.inputs.dataset_inputs:
         context = {t.key: t.value for t in item.tags}["mlflow.data.context"]
         seen[context] = (item.dataset.name, item.dataset.digest, json.loads(item.dataset.profile)["num_rows"])
+        # The schema, inferred from a sample, is the one MLflow infers from every row of the split.
+        whole = from_pandas(parts[context], source="x")
+        assert json.loads(item.dataset.schema) == json.loads(whole.to_dict()["schema"])
     assert seen == {
         "train": ("cricsheet 2008-2023", tables.key, len(parts["train"])),
         "validation": ("cricsheet 2024", tables.key, len(parts["validation"])),

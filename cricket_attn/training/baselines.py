@@ -71,7 +71,9 @@ class FrequencyTable:
         self.strength = strength
 
     def _cells(self, X: pd.DataFrame) -> pd.Series:
-        return X[list(self.COLUMNS)].astype(str).agg("|".join, axis=1)
+        """Each ball's cell as one text key, `middle|3|4` (joined column by column, not row by row)."""
+        text = [X[c].astype(str) for c in self.COLUMNS]
+        return text[0].str.cat(text[1:], sep="|")
 
     def fit(self, X: pd.DataFrame, y: np.ndarray):
         self.prior = np.bincount(y, minlength=N_OUTCOMES) / len(y)
