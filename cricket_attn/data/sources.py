@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import subprocess
@@ -172,24 +173,50 @@ def configured_sources(sources) -> list[str] | None:
 
 
 def download(url: str, raw_dir: Path, by_hand: str = "offline, give the path of a copy instead") -> Path:
-    """`url` saved as `raw_dir/<its file name>`, once: a file already there is used as it is (delete it to
-    fetch a newer one). Written whole or not at all; no connection is a SourceError in one line, ending in
-    `by_hand`: what to do instead."""
+    """`url` saved as `raw_dir/<its file name>`, once: a whole file already there is used as it is (delete it
+    to fetch a newer one; one that fails the checks below is fetched again). Written whole or not at all:
+    into a temporary file, checked (as many bytes as the server announced; a .zip a readable zip holding
+    match files), then renamed. A failure is a SourceError in one line; no connection ends in `by_hand`:
+    what to do instead."""
     target = raw_dir / url.rstrip("/").rsplit("/", 1)[-1]
-    if target.exists():
+    if target.exists() and _download_problem(target) is None:
         return target
     raw_dir.mkdir(parents=True, exist_ok=True)
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, atomic_path(target) as tmp:
+            announced, got = response.headers.get("Content-Length"), 0
             with open(tmp, "wb") as out:
                 while block := response.read(1 << 20):
                     out.write(block)
+                    got += len(block)
+            if announced is not None and announced.isdigit() and got != int(announced):
+                raise SourceError(f"{url}: the download stopped at {got:,} of {int(announced):,} bytes; nothing kept")
+            if problem := _download_problem(tmp, target.name):
+                raise SourceError(f"{url}: {problem}; nothing kept")
     except urllib.error.HTTPError as err:
         raise SourceError(f"{url}: the server answered {err.code} {err.reason}; nothing downloaded") from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-        why = getattr(err, "reason", None) or err
+    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as err:
+        why = getattr(err, "reason", None) or err or type(err).__name__
         raise SourceError(f"{url}: cannot download ({why}); {by_hand}") from None
     return target
+
+
+def _download_problem(path: Path, name: str | None = None) -> str | None:
+    """Why a downloaded file named `name` (its own by default) is not what a source needs, or None: a .zip
+    must open as a zip and list at least one match file; nothing may be a web page (a 200 reply carrying
+    an error or login page)."""
+    with open(path, "rb") as f:
+        page = f.read(512).lstrip().lower().startswith((b"<!doctype html", b"<html"))
+    if page:
+        return "the server sent a web page, not a Cricsheet file"
+    if not (name or path.name).lower().endswith(ZIP_SUFFIX):
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            listed = any(_is_match_name(n) for n in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return "the file is not a readable zip"
+    return None if listed else "the file is a zip with no match files in it"
 
 
 def _is_listed(name: str, suffixes: tuple[str, ...]) -> bool:
@@ -208,10 +235,12 @@ def too_large(size: str) -> str:
 
 
 def source_kind(path: Path) -> str:
-    """'folder', 'zip' or 'json'; anything else is a SourceError naming the path."""
+    """'folder', 'zip' or 'json'; anything else is a SourceError naming the path. A file named .zip that
+    does not open is a zip all the same, as it is inside a folder: skipped with its problem, never an
+    error that costs the other sources."""
     if path.is_dir():
         return "folder"
-    if path.is_file() and zipfile.is_zipfile(path):
+    if path.is_file() and (zipfile.is_zipfile(path) or path.name.lower().endswith(ZIP_SUFFIX)):
         return "zip"
     if path.is_file() and path.name.lower().endswith(MATCH_SUFFIXES):
         return "json"

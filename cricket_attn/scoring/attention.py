@@ -511,10 +511,9 @@ def draw_command(args) -> str:
 
     from cricket_attn.atomic import atomic_path
     from cricket_attn.config import load_data_config, project_path
-    from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+    from cricket_attn.data.deliveries import PhaseRules, load_tables
     from cricket_attn.data.histories import known_deliveries
-    from cricket_attn.data.sources import iter_match_files
-    from cricket_attn.scoring.cli import check_out_folder, nothing_found, writing
+    from cricket_attn.scoring.cli import check_out_folder, nothing_found, read_matches, writing
     from cricket_attn.scoring.serving import load_trained
 
     if (args.innings is not None or args.ball) and not args.match:
@@ -527,7 +526,7 @@ def draw_command(args) -> str:
     model = one_model(trained.model, args.member)
     data = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
-    tables = build_tables(iter_match_files(args.sources), phases)
+    tables = read_matches(args.sources, project_path(data.data_dir), phases)
     d = tables.deliveries
     if d.empty:
         raise ValueError(f"nothing to draw in {', '.join(args.sources)}: {nothing_found(args.sources, tables)}")

@@ -16,9 +16,16 @@ import pandas as pd
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI
-from cricket_attn.data.deliveries import Ingested
+from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.data.histories import days
-from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, os_reason, what_is_in
+from cricket_attn.data.sources import (
+    MATCH_FILE_KINDS,
+    SourceError,
+    iter_match_files,
+    os_reason,
+    resolve_source,
+    what_is_in,
+)
 from cricket_attn.scoring.checkpoints import CheckpointError
 from cricket_attn.scoring.recent import BY_MODEL, STRENGTH, strength
 
@@ -75,6 +82,19 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
             missing = vocab.encode(keys) == 0
         unknown[what] = sorted(set(regular[column].astype(str)[missing]))
     return unknown
+
+
+def read_matches(sources: list[str], data_dir: Path, phases: PhaseRules) -> Ingested:
+    """The matches a command works on, read as they are (never cached): files, folders and zips, and
+    `cricsheet:` names and addresses resolved as training resolves them (a local copy, or downloaded once
+    into `data_dir/raw/`)."""
+    return build_tables(iter_match_files([resolve_source(s, data_dir) for s in sources]), phases)
+
+
+def left_out(tables: Ingested) -> list[str]:
+    """Every file a command did not read, and why: those that could not be read, and the second copies of a
+    match id (the first read is kept; each line says whether the copy left out differs)."""
+    return [s.reason for s in tables.skipped + tables.duplicates]
 
 
 def known_sources(history: list[str] | None, encoder) -> tuple[list[str] | None, str]:

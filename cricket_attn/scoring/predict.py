@@ -18,18 +18,19 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
+from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.data.features import innings_balls
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sequences import UNK
-from cricket_attn.data.sources import iter_match_files
 from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.cli import (
     CommandSummary,
     check_out_path,
     known_sources,
+    left_out,
     nothing_found,
+    read_matches,
     run_command,
     scoring_parser,
     unknown_to,
@@ -187,8 +188,8 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     check_out_path(args.out)
     trained = load_trained(args.model, args.tracking_uri)  # a bad model fails before any data is read
     phases = PhaseRules.from_config(OmegaConf.to_container(load_data_config(args.data).phases, resolve=True))
-    tables = build_tables(iter_match_files(args.sources), phases)
-    summary = ScoringSummary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
+    tables = read_matches(args.sources, project_path(load_data_config(args.data).data_dir), phases)
+    summary = ScoringSummary(skipped=left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> ScoringSummary:
         known = known_deliveries(tables.deliveries, archive.deliveries)
     if trained.encoder.reads_known:  # players' histories and records, as in training
         trained.encoder.attach_known(known)
-    out, left_out = predict_tables(trained, tables, phases, strict=args.strict)
+    out, not_scored = predict_tables(trained, tables, phases, strict=args.strict)
     if args.recent_level or args.form:
         levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form, scored=out)
         if levels is not None:
@@ -212,7 +213,7 @@ def run(args: argparse.Namespace) -> ScoringSummary:
             dates = known.groupby(known["match_id"].astype(str))["date"].first()
             out = form.tilt(out, dates)
         out["expected_runs"] = out[list(PROB_COLUMNS)].to_numpy() @ OUTCOME_RUNS
-    summary.skipped += left_out
+    summary.skipped += not_scored
     write_table(out, args.out)
     summary.unknown = unknown_to(trained.encoder, tables.deliveries)
     summary.matches = int(out["match_id"].nunique())

@@ -22,9 +22,8 @@ from omegaconf import OmegaConf
 
 from cricket_attn import progress
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
+from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.histories import known_deliveries
-from cricket_attn.data.sources import iter_match_files
 from cricket_attn.scoring import cli
 from cricket_attn.scoring.recent import level_by_default, since_training, strength
 from cricket_attn.scoring.serving import load_trained
@@ -137,8 +136,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = build_tables(iter_match_files(args.sources), phases)
-    summary = SimulationSummary(skipped=[s.reason for s in tables.skipped], out=str(args.out), model=trained.source)
+    tables = cli.read_matches(args.sources, project_path(cfg.data_dir), phases)
+    summary = SimulationSummary(skipped=cli.left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:

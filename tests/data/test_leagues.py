@@ -244,6 +244,64 @@ def test_a_download_that_fails_is_one_line_and_leaves_nothing(server, phases, tm
     assert not list((data_dir / "raw").iterdir())  # nothing half written
 
 
+def test_a_download_cut_short_or_not_a_zip_leaves_nothing_and_a_broken_copy_is_fetched_again(server, phases, tmp_path):
+    """A reply shorter than its Content-Length, a web page sent with 200, a zip with no match in it: one line
+    each, and nothing in data/raw/ for the next run to trust. A broken file already there is fetched again."""
+    base, site, asked = server
+    whole = site / "bbl_json.zip"
+    with zipfile.ZipFile(whole, "w") as z:
+        z.write(LEAGUES / "1386137.json", "1386137.json")
+    (site / "page_json.zip").write_text("<!DOCTYPE html><html><body>Sign in</body></html>")
+    with zipfile.ZipFile(site / "empty_json.zip", "w") as z:
+        z.writestr("README.txt", "nothing here")
+    data_dir, raw = tmp_path / "data", tmp_path / "data" / "raw"
+    with cut_short(whole) as short:
+        with pytest.raises(
+            SourceError, match=rf"cut_json.zip: the download stopped at [\d,]+ of {whole.stat().st_size:,}"
+        ):
+            load_tables([f"{short}cut_json.zip"], phases, data_dir=data_dir)
+    with pytest.raises(
+        SourceError, match=r"page_json.zip: the server sent a web page, not a Cricsheet file; nothing kept$"
+    ):
+        load_tables([f"{base}page_json.zip"], phases, data_dir=data_dir)
+    with pytest.raises(
+        SourceError, match=r"empty_json.zip: the file is a zip with no match files in it; nothing kept$"
+    ):
+        load_tables([f"{base}empty_json.zip"], phases, data_dir=data_dir)
+    assert not list(raw.iterdir())
+    (raw / "bbl_json.zip").write_bytes(whole.read_bytes()[:1000])  # left by a version that kept broken files
+    tables = load_tables([f"{base}bbl_json.zip"], phases, data_dir=data_dir)
+    assert list(tables.matches["match_id"]) == ["1386137"] and asked.count("/bbl_json.zip") == 1
+    assert (raw / "bbl_json.zip").read_bytes() == whole.read_bytes()
+
+
+class cut_short:
+    """A loopback server that announces `file`'s whole length and closes after half of it."""
+
+    def __init__(self, file):
+        self.body = file.read_bytes()
+
+    def __enter__(self) -> str:
+        body = self.body
+
+        class Handler(_Quiet):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 class socket_closed:
     """A loopback port nothing listens on."""
 

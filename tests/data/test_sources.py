@@ -129,6 +129,11 @@ def test_broken_zips_in_a_folder_are_named_and_the_rest_read(tmp_path, monkeypat
     assert sorted(f.match_id for f in files if f.content is not None) == [GOOD, UPPER]
     problems = unreadable(files)
     assert set(problems) == set(bad) and all(problems[name].startswith(why) for name, why in bad.items())
+    # Each given by itself, or beside a good file, the same: skipped with its problem, the others read.
+    for name in (tmp_path / "cut.zip", tmp_path / "notes.zip"):
+        files = list(iter_match_files([name, tmp_path / f"{GOOD}.json"]))
+        assert [f.match_id for f in files if f.content is not None] == [GOOD]
+        assert unreadable(files)[str(name)].startswith("not a readable zip file")
 
 
 def test_a_member_whose_header_understates_its_size_is_never_read_whole(tmp_path, monkeypatch):

@@ -398,6 +398,36 @@ def test_broken_zips_beside_good_matches_are_named_and_the_rest_scored(checkpoin
     assert all(sum(name in line for line in lines) == 1 for name in bad)  # each named, in one line
 
 
+def test_cricsheet_names_are_read_and_a_second_different_copy_of_a_match_is_named(
+    checkpoint, tmp_path, capsys, monkeypatch
+):
+    """`cricsheet:<name>` is a source here as in training (the local copy; nothing downloaded). Two sources
+    holding different copies of one match id: the first is scored, the other named in the summary."""
+    import zipfile
+
+    from cricket_attn.data import sources
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    with zipfile.ZipFile(copy / "ipl_json.zip", "w") as z:
+        z.write(FIXTURES / "1473438.json", "1473438.json")
+    edited = json.loads((FIXTURES / "1473438.json").read_text())
+    edited["info"]["venue"] = "Somewhere Else"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "1473438.json").write_text(json.dumps(edited))
+    monkeypatch.setenv(sources.CRICSHEET_COPY_ENV, str(copy))
+    monkeypatch.setattr(sources, "CRICSHEET_DOWNLOADS", "http://127.0.0.1:9/")  # never asked
+    out = tmp_path / "scores.parquet"
+    assert main(["--model", checkpoint, "--out", str(out), "cricsheet:ipl", str(other)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    scored = pd.read_parquet(out)
+    assert set(scored["match_id"]) == {"1473438"}
+    assert "skipped:            1" in lines
+    named = [line for line in lines if str(other / "1473438.json") in line]
+    assert len(named) == 1 and "content different from" in named[0] and str(copy / "ipl_json.zip") in named[0]
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_a_full_disk_is_one_line_and_leaves_nothing(checkpoint, tmp_path, capsys, monkeypatch, suffix):
     def filling(self, path, *args, **kwargs):  # half the table written, then no more room
