@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI
@@ -143,6 +145,33 @@ def check_can_write_in(flag: str, path: Path, folders: Iterable[Path]) -> None:
         raise ValueError(
             f"{flag} {path}: cannot write in {folder} ({'not a folder' if folder.is_file() else 'no permission'})"
         )
+    try:  # what the permissions do not tell (/proc, a read-only mount): a file made and removed
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".cricket-attn-probe."):
+            pass
+    except OSError as err:
+        raise ValueError(f"{flag} {path}: cannot write in {folder} ({os_reason(err)})") from None
+
+
+def check_memory(flag: str, value: int, per_unit: float, fixed: float = 0.0) -> None:
+    """Refuse, before the work, a `flag` whose run would need more memory than the machine has free: about
+    `fixed + value * per_unit` bytes, against 80% of what is available now. The line names the estimate, what
+    is free and the most this machine takes."""
+    free = 0.8 * psutil.virtual_memory().available
+    need = fixed + value * per_unit
+    if need > free:
+        most = max(int((free - fixed) // per_unit), 0)
+        raise ValueError(
+            f"{flag} {value:,}: would need about {_bytes(need)} of memory, more than the {_bytes(free)} free "
+            f"here; at most {most:,} on this machine now"
+        )
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:,.0f} TiB"
 
 
 @contextmanager
@@ -172,6 +201,22 @@ def defused(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def check_probabilities(frame: pd.DataFrame, columns: Iterable[str], whole: bool) -> None:
+    """Before a table is written: every probability in `columns` a number in [0, 1] and, where the columns
+    are one distribution (`whole`), each row's summing to 1; else a ValueError and nothing written."""
+    p = frame[list(columns)].to_numpy(np.float64)
+    bad = ~np.isfinite(p).all(axis=1) | (p < 0).any(axis=1) | (p > 1).any(axis=1)
+    if whole:
+        bad |= np.abs(p.sum(axis=1) - 1) > 1e-6
+    if bad.any():
+        first = frame.index[bad.argmax()]
+        where = f"match {frame.at[first, 'match_id']}" if "match_id" in frame else f"row {first}"
+        raise ValueError(
+            f"{int(bad.sum()):,} rows have probabilities that are not numbers in [0, 1]"
+            f"{' summing to 1' if whole else ''} (first: {where}); nothing written"
+        )
+
+
 def write_table(frame: pd.DataFrame, out: Path, flag: str = "--out") -> None:
     """Parquet or CSV by suffix, atomically: an existing file is replaced only when this succeeds. CSV,
     read by spreadsheets, has its formula-like text defused; parquet keeps the names as they are."""
@@ -194,7 +239,7 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
     p.add_argument("--history", action="append", help=history)
     p.add_argument(
         "--recent-level",
-        type=strength,
+        type=strength(),
         default=recent_level,
         metavar="STRENGTH",
         help="learn the league's level from the known matches (the sources and --history data) since the "
@@ -219,6 +264,9 @@ def run_command(prog: str, run, args: argparse.Namespace) -> int:
     status 2."""
     try:
         summary = run(args)
+    except KeyboardInterrupt:  # nothing half written: every output is written whole or not at all
+        print(f"{prog}: interrupted; nothing half written", file=sys.stderr)
+        return 130
     except (CheckpointError, SourceError, ValueError) as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 2

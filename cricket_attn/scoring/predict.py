@@ -27,6 +27,7 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring.cli import (
     CommandSummary,
     check_out_path,
+    check_probabilities,
     known_sources,
     left_out,
     nothing_found,
@@ -214,6 +215,7 @@ def run(args: argparse.Namespace) -> ScoringSummary:
             out = form.tilt(out, dates)
         out["expected_runs"] = out[list(PROB_COLUMNS)].to_numpy() @ OUTCOME_RUNS
     summary.skipped += not_scored
+    check_probabilities(out, PROB_COLUMNS, whole=True)
     write_table(out, args.out)
     summary.unknown = unknown_to(trained.encoder, tables.deliveries)
     summary.matches = int(out["match_id"].nunique())

@@ -12,6 +12,7 @@ sees itself, a later match or a match of its own date. Chosen and measured in do
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -27,12 +28,25 @@ from cricket_attn.scoring.probabilities import model_config, model_reach, score_
 STRENGTH = 200.0
 
 
-def strength(text: str) -> float:
-    """An argument that is 0 (off) or a positive number: `--recent-level`, `--spread`."""
-    value = float(text)
-    if not value >= 0:  # also NaN
-        raise argparse.ArgumentTypeError(f"{text}: 0 (off) or a positive number")
-    return value
+# The most a strength may be: a pull of a million balls (the IPL has played about 300,000) leaves nothing
+# to learn, and larger values only lose the arithmetic (infinity makes every probability NaN).
+MAX_STRENGTH = 1e6
+
+
+def strength(upper: float = MAX_STRENGTH) -> Callable[[str], float]:
+    """An argparse type: 0 (off) or a positive number up to `upper` (`--recent-level`, `--spread`);
+    infinity, NaN and larger values are refused before any work."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text}: must be a number") from None
+        if not 0 <= value <= upper:  # also NaN
+            raise argparse.ArgumentTypeError(f"{text}: must be 0 (off) or a positive number up to {upper:g}")
+        return value
+
+    return parse
 
 
 def fit_offsets(

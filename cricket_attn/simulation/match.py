@@ -152,10 +152,42 @@ def simulate_points(
     caches = sim.encode_innings(innings, points[0].state.setup)
     rows = torch.arange(len(points)).repeat_interleave(n)
     seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
-    caches = [c.share_rows(seen) if c.length else c for c in caches]
-    state = InningsState.stack([p.state for p in points]).take(rows)
-    bowlers = bowlers or BowlerChoice.for_innings(state, sim.usage, team, date)
-    return sim.roll(state, caches, bowlers, generator)
+    states = InningsState.stack([p.state for p in points])
+    bowlers = bowlers or BowlerChoice.for_innings(states, sim.usage, team, date)
+    return roll_in_chunks(
+        sim,
+        states,
+        rows,
+        lambda chunk: [c.share_rows(seen[chunk]) if c.length else c for c in caches],
+        bowlers,
+        generator,
+    )
+
+
+# The most simulations rolled at once. Each holds the keys and values of its own balls (2 layers x keys and
+# values x 64 numbers x 4 bytes x up to 130 balls: about 130 KB an innings for each member at the default
+# model's size), so larger runs are rolled this many at a time and the rollout's memory stays flat however
+# many simulations are asked for.
+MAX_ROWS = 4096
+# What is kept of each simulation to its state's end, beside the rollout: its state's 26 per-simulation
+# fields (about 120 numbers of 8 bytes, `InningsState`), its end and result, its row and ball indices; an
+# upper figure from that layout, for the refusal of a --sims that would not fit.
+BYTES_A_SIMULATION = 2048
+
+
+def roll_in_chunks(
+    sim: Simulator,
+    states: InningsState,
+    rows: torch.Tensor,
+    caches,
+    bowlers: BowlerChoice,
+    generator: torch.Generator | None,
+) -> InningsEnd:
+    """`sim.roll` of one simulation from each state `states.take(rows)` names, MAX_ROWS at a time (a chunk's
+    states taken when it is rolled); `caches(chunk)` gives a chunk's caches. Up to MAX_ROWS rows it is one
+    roll, draw for draw."""
+    chunks = torch.arange(len(rows)).split(MAX_ROWS)
+    return InningsEnd.cat([sim.roll(states.take(rows[c]), caches(c), bowlers, generator) for c in chunks])
 
 
 @dataclass
@@ -230,7 +262,8 @@ class MatchContext:
         target = end.runs.double() + 1
         chasing = sim.start(self.setups[2], len(target), target)
         rule = BowlerChoice.for_innings(chasing, sim.usage, self.teams[1], self.date)
-        return end, chase_outcome(sim.roll(chasing, sim.new_caches(), rule, generator), target)
+        chased = roll_in_chunks(sim, chasing, torch.arange(chasing.n), lambda chunk: sim.new_caches(), rule, generator)
+        return end, chase_outcome(chased, target)
 
 
 def project_match(

@@ -26,6 +26,9 @@ from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histo
 # The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
 # back (docs/experiments.md).
 SPREAD = 0.1
+# The largest spread a command takes: z of one standard deviation already tilts a ball's distribution by
+# its whole spread of runs (larger ones are clipped at zero more than they are drawn).
+MAX_SPREAD = 1.0
 
 
 @dataclass
@@ -39,6 +42,15 @@ class InningsEnd:
     fours: torch.Tensor
     sixes: torch.Tensor
     cut_short: int = 0  # simulations stopped at the model's longest sequence (never seen in real T20 innings)
+
+    @staticmethod
+    def cat(ends: list[InningsEnd]) -> InningsEnd:
+        """The ends of several batches of simulations, one after the other."""
+        if len(ends) == 1:
+            return ends[0]
+        fields = ("runs", "wickets", "legal", "deliveries", "fours", "sixes")
+        joined = {name: torch.cat([getattr(e, name) for e in ends]) for name in fields}
+        return InningsEnd(**joined, cut_short=sum(e.cut_short for e in ends))
 
 
 @dataclass

@@ -28,6 +28,7 @@ from cricket_attn.scoring import cli
 from cricket_attn.scoring.recent import level_by_default, since_training, strength
 from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.match import (
+    BYTES_A_SIMULATION,
     PROJECTION_COLUMNS,
     MatchContext,
     next_batter_choices,
@@ -35,7 +36,7 @@ from cricket_attn.simulation.match import (
     project_match,
 )
 from cricket_attn.simulation.plots import plot_match
-from cricket_attn.simulation.rollout import SPREAD, Simulator
+from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 
 
@@ -100,7 +101,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--spread",
-        type=strength,
+        type=strength(MAX_SPREAD),
         default=SPREAD,
         help="innings-level spread: each simulated innings "
         "runs hot or cold by its own draw (cricket_attn.simulation.rollout; default %(default)g, chosen on "
@@ -147,6 +148,13 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     tables = replace(tables, deliveries=tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(sets)])
     refused += list(sets.values())
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
+    # One match's states are simulated together (rolled in chunks, `match.MAX_ROWS`); what is kept of each
+    # simulation grows with --sims: refused before the model runs where it would not fit.
+    d = tables.deliveries
+    per_innings = d.groupby(["match_id", "innings"], observed=True)["is_legal"]
+    states = (per_innings.size() if args.every_ball else per_innings.sum() // 6) + 2
+    most = int(states.groupby(level="match_id", observed=True).sum().max()) if len(states) else 0
+    cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
     history, summary.known_from = cli.known_sources(args.history, trained.encoder)
@@ -179,6 +187,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(PROJECTION_COLUMNS))
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
+    cli.check_probabilities(out, ["win_probability"], whole=False)
     cli.write_table(out, args.out)
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     if args.plots:

@@ -33,7 +33,7 @@ from cricket_attn.simulation import realism
 from cricket_attn.simulation.against_baselines import evaluate
 from cricket_attn.simulation.match import project_match
 from cricket_attn.simulation.plots import plot_match
-from cricket_attn.simulation.rollout import SPREAD, Simulator
+from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 
 SKIP = "0 (skip the check) or more"
@@ -68,14 +68,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=count(0), default=0)
     p.add_argument(
         "--spread",
-        type=strength,
+        type=strength(MAX_SPREAD),
         default=SPREAD,
         help="innings-level spread of the simulations "
         "(cricket_attn.simulation.rollout; default %(default)g, chosen on 2024); 0: none",
     )
     p.add_argument(
         "--recent-level",
-        type=strength,
+        type=strength(),
         default=None,
         metavar="STRENGTH",
         help="learn the league's level from the matches since the model's training seasons played before "

@@ -26,6 +26,7 @@ from cricket_attn.data.sources import configured_sources
 from cricket_attn.metrics import markdown_table
 from cricket_attn.scoring.cli import (
     check_can_write_in,
+    check_memory,
     check_out_folder,
     check_out_path,
     known_sources,
@@ -212,6 +213,10 @@ def run(args: argparse.Namespace) -> str:
             "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)"
         )
     by = list(args.by)
+    # The bootstrap holds a few (players, draws) tables of each role at once: refused before the valuation
+    # where they would not fit (--boot 1e9 asked for 551 GiB after 20 s).
+    rows = max(valued.groupby([*by, player], observed=True).ngroups for player in ("batter", "bowler"))
+    check_memory("--boot", args.boot, per_unit=8 * (valued["match_id"].nunique() + 16 * rows))
     balls, table = value_matches(trained, valued, known, matches, by, args.min_balls, args.boot, args.seed)
     table = table.sort_values([*by, "role", "rank", "balls"], ascending=[True] * (len(by) + 2) + [False])
     for flag, players in (("--player", args.player), ("--card", args.card)):
@@ -369,9 +374,6 @@ def main(argv: list[str] | None = None) -> int:
     except tracking.TrackingError as err:
         print(f"cricket-attn-players: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # nothing half written: every output is written whole or not at all
-        print("cricket-attn-players: interrupted; nothing half written", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

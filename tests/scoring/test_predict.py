@@ -386,6 +386,47 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
     assert f"cannot write in {tmp_path / 'notes.txt'} (not a folder)" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="Linux's /proc: a folder that takes no new file")
+def test_a_folder_that_refuses_new_files_is_refused_before_the_model_is_read(tmp_path, capsys, monkeypatch):
+    """/proc passes the permission check (root may write there) and takes no file: refused before any work."""
+    from cricket_attn.scoring import predict
+
+    monkeypatch.setattr(predict, "load_trained", lambda *a: pytest.fail("the model was read"))
+    assert main(["--model", "m.ckpt", "--out", "/proc/scores.csv", str(FIXTURES / "1359475.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cricket-attn-predict: --out /proc/scores.csv: cannot write in /proc (") and "\n" not in err
+
+
+def test_ctrl_c_and_probabilities_that_are_not_numbers_leave_the_old_output_in_one_line(
+    checkpoint, tmp_path, capsys, monkeypatch
+):
+    from cricket_attn.scoring import predict
+
+    out = tmp_path / "scores.csv"
+    out.write_text("previous results")
+    argv = ["--model", checkpoint, "--out", str(out), str(FIXTURES / "1359475.json")]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(predict, "predict_tables", interrupted)
+        assert main(argv) == 130
+    assert capsys.readouterr().err == "cricket-attn-predict: interrupted; nothing half written\n"
+    real = predict.predict_tables
+
+    def one_nan(*args, **kwargs):  # what an overflow in a setting did: a probability that is not a number
+        scored, left_out = real(*args, **kwargs)
+        scored.loc[scored.index[5], PROB_COLUMNS[0]] = np.nan
+        return scored, left_out
+
+    monkeypatch.setattr(predict, "predict_tables", one_nan)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "1 rows have probabilities that are not numbers in [0, 1] summing to 1 (first: match 1359475)" in err
+    assert out.read_text() == "previous results"
+
+
 def test_broken_zips_beside_good_matches_are_named_and_the_rest_scored(checkpoint, tmp_path, capsys, monkeypatch):
     src = tmp_path / "src"
     src.mkdir()

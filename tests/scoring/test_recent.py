@@ -99,15 +99,26 @@ def test_the_simulator_takes_the_offsets(fixture_simulator, fixture_tables, deli
 
 
 @pytest.mark.parametrize("parse_args", [predict.parse_args, simulate.parse_args, simulate_eval.parse_args])
-def test_every_command_refuses_a_negative_strength_by_name(parse_args, capsys):
+def test_every_command_refuses_a_strength_that_is_negative_not_a_number_or_absurd(parse_args, capsys):
+    """Infinity and 1e308 made every probability NaN (written, exit 0) or a traceback after minutes: refused
+    by name before any work, as a negative strength is; the spread likewise."""
     required = ["--model", "m.ckpt"] + (
         ["--out", "o.parquet", "match.json"] if parse_args is not simulate_eval.parse_args else []
     )
     assert parse_args([*required, "--recent-level", "0"]).recent_level == 0.0
-    for bad in ("-1", "nan"):
+    assert parse_args([*required, "--recent-level", "1e6"]).recent_level == 1e6
+    for bad in ("-1", "nan", "inf", "1e308", "x"):
         with pytest.raises(SystemExit):
             parse_args([*required, "--recent-level", bad])
-        assert f"--recent-level: {bad}: 0 (off) or a positive number" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert f"--recent-level: {bad}: must be " in err.strip().splitlines()[-1]  # argparse's usage, then why
+    if parse_args is predict.parse_args:
+        return
+    assert parse_args([*required, "--spread", "1"]).spread == 1.0
+    for bad in ("-0.1", "inf", "1.5"):
+        with pytest.raises(SystemExit):
+            parse_args([*required, "--spread", bad])
+        assert f"--spread: {bad}: must be 0 (off) or a positive number up to 1" in capsys.readouterr().err
 
 
 def test_the_simulators_learn_the_recent_level_unless_the_model_reads_records(deliveries):

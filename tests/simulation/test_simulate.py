@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 
 import pandas as pd
@@ -205,7 +206,27 @@ def test_the_spread_is_zero_or_more(capsys):
     assert parse_args(["--model", "m.ckpt", "--out", "o.csv", "--spread", "0", "x.json"]).spread == 0.0
     with pytest.raises(SystemExit):
         parse_args(["--model", "m.ckpt", "--out", "o.csv", "--spread", "-0.1", "x.json"])
-    assert "--spread: -0.1: 0 (off) or a positive number" in capsys.readouterr().err
+    assert "--spread: -0.1: must be 0 (off) or a positive number up to 1" in capsys.readouterr().err
+
+
+def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_runs(
+    checkpoint, tmp_path, capsys, monkeypatch
+):
+    """--sims 1e9 asked for 160 GB (a traceback): one line naming the estimate and the most this machine takes."""
+    from cricket_attn.simulation import simulate
+
+    monkeypatch.setattr(simulate.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
+    out = tmp_path / "out.csv"
+    argv = ["--model", checkpoint, "--out", str(out), "--recent-level", "0", str(FIXTURES / "1473438.json")]
+    assert main([*argv, "--sims", "1000000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(
+        r"cricket-attn-simulate: --sims 1,000,000,000: would need about [\d.]+ TiB of memory, more than the "
+        r"[\d.]+ GiB free here; at most [\d,]+ on this machine now",
+        err,
+    )
+    most = int(err.rsplit("at most ", 1)[1].split()[0].replace(",", ""))
+    assert 1_000 < most < 1_000_000_000 and not out.exists()
 
 
 def test_plots_at_an_existing_file_are_refused_before_any_work(checkpoint, tmp_path, capsys):

@@ -142,3 +142,18 @@ def test_bad_files_are_named_and_the_good_matches_valued(tracked_run, tmp_path, 
     assert capsys.readouterr().err.startswith(f"cricket-attn-players: nothing to value in {empty}: ")
     assert main([*args, "--history", str(empty), str(FIXTURES)]) == 2
     assert capsys.readouterr().err.startswith(f"cricket-attn-players: --history {empty}: ")
+
+
+def test_bootstrap_draws_that_would_not_fit_in_memory_are_refused_before_the_valuation(
+    tracked_run, tmp_path, capsys, monkeypatch
+):
+    """--boot 1e9 asked for 551 GiB (a traceback after 20 s): one line, before any match is valued."""
+    from cricket_attn.valuation import command
+
+    monkeypatch.setattr(command, "value_matches", lambda *a, **k: pytest.fail("the matches were valued"))
+    out = tmp_path / "p.csv"
+    argv = ["--model", tracked_run["results"]["checkpoint"], "--out", str(out), "--no-mlflow", str(FIXTURES)]
+    assert main([*argv, "--boot", "1000000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cricket-attn-players: --boot 1,000,000,000: would need about ") and "\n" not in err
+    assert "free here; at most " in err and not out.exists()
