@@ -140,6 +140,8 @@ class _Parser:
             season = season_year(self.get(info, "season", (str, int), "info"), start)
         except TypeError as err:
             raise self.error("info.season", str(err)) from None
+        if abs(season - start.year) > 1:  # a label and a date this far apart: which one is wrong is not ours to guess
+            raise self.error("info.season", f"{season} is more than a year from the match's date {start}")
         teams = self.get(info, "teams", list, "info")
         if len(teams) != 2 or not all(isinstance(t, str) for t in teams):
             raise self.error("info.teams", f"expected two team names, got {teams!r}")
@@ -150,6 +152,13 @@ class _Parser:
             )
         event = self.get(info, "event", dict, "info", default={})
         outcome = self.get(info, "outcome", dict, "info", default={})
+        toss = self.get(info, "toss", dict, "info", default={})
+        # A winner that names neither side ("Royal Challengers Bangalore" for "Bengaluru") would be read as
+        # the other side winning by whatever needs the result: the match is refused by its field instead.
+        for field, named in (("info.outcome", outcome), ("info.toss", toss)):
+            winner = self.get(named, "winner", str, field, default=None)
+            if winner is not None and winner not in teams:
+                raise self.error(f"{field}.winner", f"{winner!r} is not one of info.teams {teams}")
         by = self.get(outcome, "by", dict, "info.outcome", default={})
         registry = self.get(info, "registry", dict, "info", default={})
         players = self.get(info, "players", dict, "info", default={})
@@ -186,9 +195,7 @@ class _Parser:
             # Their Cricsheet registry ids, in the same order ("" for a name the registry lacks); None for none.
             "team1_player_ids": squad_ids[0],
             "team2_player_ids": squad_ids[1],
-            "toss_winner": self.get(
-                self.get(info, "toss", dict, "info", default={}), "winner", str, "info.toss", default=None
-            ),
+            "toss_winner": self.get(toss, "winner", str, "info.toss", default=None),
             "winner": self.get(outcome, "winner", str, "info.outcome", default=None),
             "win_by_runs": self.get(by, "runs", int, "info.outcome.by", default=None),
             "win_by_wickets": self.get(by, "wickets", int, "info.outcome.by", default=None),

@@ -62,6 +62,43 @@ def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
     return d[column].astype(str).to_numpy(dtype=object)
 
 
+def with_registry_ids(d: pd.DataFrame, *references: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """`d` with each player written without a registry id (a file without `info.registry`) given the one id
+    his name has among the deliveries of `d` and `references`, so that he is one player, not a second keyed
+    by name; a name with several ids stays by name. Also a line each for what was done, for a summary."""
+    pairs = pd.concat(
+        [
+            r[[c, f"{c}_id"]].drop_duplicates().astype(object).set_axis(["name", "id"], axis=1)
+            for r in (d, *references)
+            for c in PLAYER_ROLES
+            if f"{c}_id" in r
+        ]
+    )
+    pairs = pairs[pairs["id"].notna() & (pairs["id"] != "")].drop_duplicates()
+    ids = pairs.groupby("name")["id"].nunique()
+    single = pairs[pairs["name"].isin(ids.index[ids == 1])].drop_duplicates("name").set_index("name")["id"]
+    out, taken, ambiguous = d, 0, set()
+    for role in PLAYER_ROLES:
+        if f"{role}_id" not in d:
+            continue
+        written = d[f"{role}_id"].astype(object)
+        missing = written.isna() | (written == "")
+        if not missing.any():
+            continue
+        names = d.loc[missing, role].astype(str)
+        found = names.map(single)
+        ambiguous |= set(names[names.isin(ids.index[ids > 1])])
+        if found.notna().any():
+            out = out.copy() if out is d else out
+            filled = written.copy()
+            filled[found.index[found.notna()]] = found.dropna()
+            out[f"{role}_id"] = filled.astype("category")
+            taken += int(found.notna().sum())
+    notes = [f"registry ids by name: {taken:,} ball-roles of players a file named without an id"] if taken else []
+    notes += [f"{name}: several registry ids in the data; kept by name" for name in sorted(ambiguous)]
+    return out, notes
+
+
 # Numeric match-state columns made by `match_state`, in order.
 STATE_COLUMNS = (
     "runs_before", "wickets_before", "legal_balls_before", "balls_left", "run_rate",

@@ -44,6 +44,7 @@ class CommandSummary:
     model: str = ""
     seconds: float = 0.0
     known_from: str = ""  # where the earlier matches the model's records and histories read came from
+    notes: list[str] = field(default_factory=list)  # what was done to the data on the way, a line each
 
     def counts(self) -> list[str]:
         """What the command made, a line each (each command says its own)."""
@@ -53,6 +54,7 @@ class CommandSummary:
         lines = [
             f"model:              {self.model}",
             *([f"earlier matches:    {self.known_from}"] if self.known_from else []),
+            *(f"note:               {note}" for note in self.notes),
             *self.counts(),
             *(named_list(f"{what} unknown to the model", names) for what, names in self.unknown.items()),
             f"skipped:            {len(self.skipped)}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
-from cricket_attn.data.features import innings_balls
+from cricket_attn.data.features import innings_balls, with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sequences import UNK
 from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
@@ -199,10 +199,14 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     summary.skipped += [f"{reason}; not scored" for reason in refused]
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
+    earlier = []
     if trained.encoder.reads_known or args.recent_level or args.form:  # earlier matches: the archive too
         history, summary.known_from = known_sources(args.history, trained.encoder)
-        archive = load_tables(history, phases, project_path(load_data_config(args.data).data_dir))
-        known = known_deliveries(tables.deliveries, archive.deliveries)
+        earlier = [load_tables(history, phases, project_path(load_data_config(args.data).data_dir)).deliveries]
+    filled, summary.notes = with_registry_ids(tables.deliveries, *earlier)  # one player, not one by id and one by name
+    tables = replace(tables, deliveries=filled)
+    if earlier:
+        known = known_deliveries(tables.deliveries, earlier[0])
     if trained.encoder.reads_known:  # players' histories and records, as in training
         trained.encoder.attach_known(known)
     out, not_scored = predict_tables(trained, tables, phases, strict=args.strict)

@@ -556,8 +556,18 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
                 f"split or what was chosen from them); the run has {key}="
                 f"{OmegaConf.select(run_cfg, key, default='(not set)')}"
             )
-    merged = OmegaConf.merge(run_cfg, OmegaConf.from_dotlist(given))
+    # A config group chosen on this command line (`callbacks=ema`, `trainer=gpu`) is taken as this command
+    # composed it, not as the text of its name.
+    groups = {
+        key
+        for key in (o.lstrip("+~").split("=", 1)[0] for o in given)
+        if "." not in key and isinstance(OmegaConf.select(cfg, key, default=None), DictConfig)
+    }
+    plain = [o for o in given if o.lstrip("+~").split("=", 1)[0] not in groups]
+    merged = OmegaConf.merge(run_cfg, OmegaConf.from_dotlist(plain))
     with open_dict(merged):
+        for key in groups:
+            merged[key] = cfg[key]
         merged.resume = str(folder)
     return merged
 

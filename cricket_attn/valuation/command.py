@@ -21,6 +21,7 @@ from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.metrics import markdown_table
@@ -202,7 +203,10 @@ def run(args: argparse.Namespace) -> str:
         skipped += [s.reason for s in history.skipped]
         known = known_deliveries(known, history.deliveries)
         matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
-    valued = chosen(tables.deliveries, args)
+    # A player a file names without a registry id: one player, not a second keyed by name (records too).
+    filled, notes = with_registry_ids(tables.deliveries, known)
+    known = with_registry_ids(known)[0] if known is not tables.deliveries else filled
+    valued = chosen(filled, args)
     refused = trained.cannot_take(valued)
     valued = valued[~valued["match_id"].astype(str).isin(refused)]
     if valued.empty:
@@ -229,7 +233,7 @@ def run(args: argparse.Namespace) -> str:
     if args.balls_out is not None:  # before the table: a refusal here leaves no new --out behind
         write_table(balls, args.balls_out, "--balls-out")
     write_table(table, args.out)
-    report = summary(balls, table, by, args)
+    report = summary(balls, table, by, args) + "".join(f"\nnote: {note}" for note in notes)
     if trained.encoder.reads_known:
         report += f"\nrecords from: {', '.join(map(str, sources or ['embedded']))}" + (
             f" and {known_from}" if earlier != sources else ""

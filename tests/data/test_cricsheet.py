@@ -189,6 +189,22 @@ BAD = {
         "expected str",
     ),
     "team": (lambda doc: doc["innings"][0].update(team="Nobody XI"), "innings[0].team", "not one of info.teams"),
+    # A winner that is neither side was credited to the other side by the valuation (issue 53).
+    "winner": (
+        lambda doc: doc["info"]["outcome"].update(winner="Royal Challengers Bengaluru"),
+        "info.outcome.winner",
+        "'Royal Challengers Bengaluru' is not one of info.teams",
+    ),
+    "toss winner": (
+        lambda doc: doc["info"]["toss"].update(winner="Nobody XI"),
+        "info.toss.winner",
+        "is not one of info.teams",
+    ),
+    "season far from the date": (
+        lambda doc: doc["info"].update(season="2010"),
+        "info.season",
+        "2010 is more than a year from the match's date",
+    ),
     "players": (
         lambda doc: doc["info"]["players"].update({"Sunrisers Hyderabad": ["DA Warner", 7]}),
         "info.players.Sunrisers Hyderabad",

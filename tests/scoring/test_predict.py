@@ -244,6 +244,47 @@ def test_pyfunc_model_gives_the_scripts_columns_and_numbers(tracked_run, checkpo
     assert max(np.abs(both[c] - both[f"{c}_pyfunc"]).max() for c in PROB_COLUMNS) < 1e-6
 
 
+def test_a_player_named_without_a_registry_id_is_the_one_player_his_name_is_elsewhere(
+    fixture_tables, checkpoint, tmp_path, capsys
+):
+    """A match file without `info.registry` keyed "Q de Kock" by name beside his registry id from the other
+    matches (two rows for one player, his balls halved): where the name has one id in the data it takes it,
+    and the summary says so; a name with two ids stays by name."""
+    from cricket_attn.data.features import with_registry_ids
+
+    d = fixture_tables.deliveries
+    match = d["match_id"].astype(str) == "1473438"
+    blank = d.copy()
+    for role in ("batter", "bowler", "non_striker"):
+        blank[f"{role}_id"] = blank[f"{role}_id"].astype(object).where(~match, None).astype("category")
+    filled, notes = with_registry_ids(blank)
+    players = pd.unique(d.loc[match, ["batter", "bowler", "non_striker"]].to_numpy().ravel())
+    elsewhere = {p for p in players if (d.loc[~match, ["batter", "bowler", "non_striker"]] == p).any().any()}
+    assert elsewhere  # the test means something: some of the match's players played other fixture matches
+    for role in ("batter", "bowler", "non_striker"):
+        again = d.loc[match, role].astype(str).isin(elsewhere).to_numpy()
+        got = filled.loc[match, f"{role}_id"].astype(object).to_numpy()
+        assert (got[again] == d.loc[match, f"{role}_id"].astype(object).to_numpy()[again]).all()
+        assert pd.isna(got[~again]).all()  # a name seen nowhere else keeps no id
+    assert len(notes) == 1 and notes[0].startswith("registry ids by name: ")
+    twice = blank.copy()  # the same name under two ids elsewhere: ambiguous, kept by name
+    name = d.loc[match & d["batter"].astype(str).isin(elsewhere), "batter"].astype(str).iloc[0]
+    other = twice.index[~match & (twice["batter"].astype(str) == name)][0]
+    twice["batter_id"] = twice["batter_id"].cat.add_categories(["someone-else"])
+    twice.loc[other, "batter_id"] = "someone-else"
+    filled, notes = with_registry_ids(twice)
+    assert filled.loc[match & (d["batter"].astype(str) == name), "batter_id"].isna().all()
+    assert f"{name}: several registry ids in the data; kept by name" in notes
+    # The command: the file without its registry, scored beside the fixtures; the summary says what was done.
+    doc = json.loads((FIXTURES / "1473438.json").read_text())
+    del doc["info"]["registry"]
+    (tmp_path / "1473438.json").write_text(json.dumps(doc))
+    out = tmp_path / "scores.parquet"
+    argv = ["--model", checkpoint, "--out", str(out), "--history", str(FIXTURES), str(tmp_path / "1473438.json")]
+    assert main(argv) == 0
+    assert "note:               registry ids by name: " in capsys.readouterr().out
+
+
 def test_a_bad_file_is_skipped_and_strict_makes_it_fatal(checkpoint, tmp_path, capsys):
     folder = tmp_path / "in"
     folder.mkdir()
