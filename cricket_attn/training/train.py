@@ -168,6 +168,14 @@ def fit_stage(
     return module
 
 
+# Model settings that change no weight's shape: a run may start from a model that had others.
+UNSHAPED = ("dropout", "entity_dropout", "context")
+
+
+def list_or_value(value):
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
 def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
     """With `init_from`, the checkpoint a stage starts from: the earlier run's selected model (member
     None) or its refit member `member` (counted from 0, around again if it has fewer); None without."""
@@ -182,6 +190,20 @@ def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
     if not path:
         what = "selected model (its selection stage never finished)" if member is None else "refit member"
         raise ConfigError(f"init_from={cfg.init_from}: that run has no {what} to start from")
+    if not Path(path).is_file():
+        raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is missing")
+    if damage := unreadable(Path(path)):
+        raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is damaged ({damage})")
+    # Its model's settings, in the checkpoint: a shape of its own is refused before any data is read (what
+    # the data sizes, vocabularies and rates, is compared when the weights load; dropout may differ).
+    theirs = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {}).get("model", {})
+    ours = OmegaConf.to_container(cfg.model, resolve=True)
+    shaped = [k for k, v in ours.items() if k not in UNSHAPED and v is not None and k in theirs]
+    for key in sorted(k for k in shaped if list_or_value(theirs[k]) != list_or_value(ours[k])):
+        raise ConfigError(
+            f"init_from={cfg.init_from}: that run's model has model.{key}={theirs[key]}, this one {ours[key]}; "
+            "a run starts only from a model of its own shape"
+        )
     return path
 
 
@@ -502,12 +524,13 @@ def preflight(cfg: DictConfig) -> None:
                 f"{name} seasons (the data has seasons {have})"
             )
     for name in cfg.data.get("train_competitions") or []:
-        if not (parts["train"]["competition"] == name).any():
-            known = ", ".join(parts["train"]["competition"].astype(str).value_counts().index[:5])
-            raise ConfigError(
-                f"data.train_competitions: {name!r} has no deliveries in the training seasons "
-                f"(the most frequent there: {known})"
-            )
+        for part, seasons in (("train", "training"), ("validation", "validation")):
+            if not (parts[part]["competition"] == name).any():
+                known = ", ".join(parts[part]["competition"].astype(str).value_counts().index[:5])
+                raise ConfigError(
+                    f"data.train_competitions: {name!r} has no deliveries in the {seasons} seasons "
+                    f"(the most frequent there: {known})"
+                )
     check_data_fits_model(tables.deliveries, model)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import torch
 
 from cricket_attn.model import ConfigError
 from cricket_attn.training.train import train
-from tests.conftest import tiny_train_config
+from tests.conftest import FIXTURES, tiny_train_config
 
 pytestmark = pytest.mark.e2e  # the training entry point, its runs and its config as a run composes it
 
@@ -280,6 +281,11 @@ def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys):
             "data.train_competitions: 'SA20' has no deliveries in the training seasons (the most frequent "
             "there: Indian Premier League)",
         ),
+        (  # the T20 Blast's one fixture match is of 2023: training, and nothing to choose its epochs on
+            [f"data.sources=[{FIXTURES},{FIXTURES.parent / 'cricsheet_t20'}]", "data.train_competitions=[T20 Blast]"],
+            "data.train_competitions: 'T20 Blast' has no deliveries in the validation seasons (the most frequent "
+            "there: Indian Premier League",
+        ),
     ],
 )
 def test_config_errors_fail_before_any_work_and_leave_no_run(tmp_path, overrides, message):
@@ -396,6 +402,30 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
     with pytest.raises(ConfigError, match=f"init_from={tmp_path / 'fresh' / 'run'}: that run has no refit member"):
         train(tiny_train_config(tmp_path / "late", *still, f"init_from={tmp_path / 'fresh' / 'run'}"))
     assert not (tmp_path / "late" / "run").exists()
+    # Refused before any data is read or any MLflow run started (these came after 21-25 s on the IPL, leaving
+    # a FAILED run, or as a traceback): another model shape, a checkpoint missing or cut short.
+    with pytest.raises(ConfigError, match="that run's model has model.d_model=8, this one 16; a run starts only"):
+        train(tiny_train_config(tmp_path / "shape", *start, "model.d_model=16"))
+    copy = tmp_path / "copy"
+    shutil.copytree(tracked_run["folder"] / "run", copy)
+    state = read_run_file(copy)
+    for field in ("selection_checkpoint", "refit_members"):  # the copy's own files
+        value = state[field]
+        state[field] = (
+            [str(copy / Path(v).relative_to(tracked_run["folder"] / "run")) for v in value]
+            if isinstance(value, list)
+            else str(copy / Path(value).relative_to(tracked_run["folder"] / "run"))
+        )
+    (copy / "mlflow_run.json").write_text(json.dumps(state))
+    cut = Path(state["selection_checkpoint"])
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    with pytest.raises(ConfigError, match=rf"init_from={copy}: its checkpoint {cut} is damaged \("):
+        train(tiny_train_config(tmp_path / "cut", *still, f"init_from={copy}"))
+    cut.unlink()
+    with pytest.raises(ConfigError, match=rf"init_from={copy}: its checkpoint {cut} is missing$"):
+        train(tiny_train_config(tmp_path / "gone", *still, f"init_from={copy}"))
+    for folder in ("shape", "cut", "gone"):
+        assert not (tmp_path / folder / "run").exists()
 
 
 def test_weight_averaging_validates_and_keeps_the_average(tmp_path):
