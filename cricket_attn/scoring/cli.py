@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,20 @@ def read_matches(sources: list[str], data_dir: Path, phases: PhaseRules) -> Inge
     `cricsheet:` names and addresses resolved as training resolves them (a local copy, or downloaded once
     into `data_dir/raw/`)."""
     return build_tables(iter_match_files([resolve_source(s, data_dir) for s in sources]), phases)
+
+
+def dated_ahead(tables: Ingested, today: date | None = None) -> list[str]:
+    """A line for matches dated after today (a typing slip, or a file written ahead): scored as dated, said."""
+    today = today or date.today()
+    m = tables.matches
+    ahead = m[pd.to_datetime(m["date"]).dt.date > today] if len(m) else m
+    if ahead.empty:
+        return []
+    first = ahead.sort_values("date").iloc[0]
+    return [
+        f"{len(ahead):,} match(es) dated after today, worked on as dated (first: {first['match_id']}, "
+        f"{pd.Timestamp(first['date']).date()})"
+    ]
 
 
 def left_out(tables: Ingested) -> list[str]:

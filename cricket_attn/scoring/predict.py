@@ -28,6 +28,7 @@ from cricket_attn.scoring.cli import (
     CommandSummary,
     check_out_path,
     check_probabilities,
+    dated_ahead,
     known_sources,
     left_out,
     nothing_found,
@@ -203,7 +204,8 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     if trained.encoder.reads_known or args.recent_level or args.form:  # earlier matches: the archive too
         history, summary.known_from = known_sources(args.history, trained.encoder)
         earlier = [load_tables(history, phases, project_path(load_data_config(args.data).data_dir)).deliveries]
-    filled, summary.notes = with_registry_ids(tables.deliveries, *earlier)  # one player, not one by id and one by name
+    filled, notes = with_registry_ids(tables.deliveries, *earlier)  # one player, not one by id and one by name
+    summary.notes = dated_ahead(tables) + notes
     tables = replace(tables, deliveries=filled)
     if earlier:
         known = known_deliveries(tables.deliveries, earlier[0])

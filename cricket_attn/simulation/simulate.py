@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from cricket_attn import progress
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.scoring import cli
 from cricket_attn.scoring.recent import level_by_default, since_training, strength
@@ -159,6 +160,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         raise ValueError(f"--strict: {refused[0]}")
     history, summary.known_from = cli.known_sources(args.history, trained.encoder)
     archive = load_tables(history, phases, project_path(cfg.data_dir))
+    filled, notes = with_registry_ids(tables.deliveries, archive.deliveries)  # one player, not one by name too
+    tables, summary.notes = replace(tables, deliveries=filled), cli.dated_ahead(tables) + notes
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)
     if args.recent_level is None:

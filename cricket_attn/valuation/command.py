@@ -30,6 +30,7 @@ from cricket_attn.scoring.cli import (
     check_memory,
     check_out_folder,
     check_out_path,
+    dated_ahead,
     known_sources,
     named_list,
     nothing_found,
@@ -205,6 +206,7 @@ def run(args: argparse.Namespace) -> str:
         matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
     # A player a file names without a registry id: one player, not a second keyed by name (records too).
     filled, notes = with_registry_ids(tables.deliveries, known)
+    notes = dated_ahead(tables) + notes
     known = with_registry_ids(known)[0] if known is not tables.deliveries else filled
     valued = chosen(filled, args)
     refused = trained.cannot_take(valued)

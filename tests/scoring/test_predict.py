@@ -285,6 +285,20 @@ def test_a_player_named_without_a_registry_id_is_the_one_player_his_name_is_else
     assert "note:               registry ids by name: " in capsys.readouterr().out
 
 
+def test_a_match_dated_after_today_is_scored_and_said(checkpoint, tmp_path, capsys):
+    doc = json.loads((FIXTURES / "1473438.json").read_text())
+    doc["info"]["dates"] = ["2031-04-02"]
+    doc["info"]["season"] = "2031"
+    (tmp_path / "1473438.json").write_text(json.dumps(doc))
+    out = tmp_path / "scores.parquet"
+    assert main(["--model", checkpoint, "--out", str(out), str(tmp_path / "1473438.json")]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "note:               1 match(es) dated after today, worked on as dated (first: 1473438, 2031-04-02)" in printed
+    )
+    assert set(pd.read_parquet(out)["match_id"]) == {"1473438"}
+
+
 def test_a_bad_file_is_skipped_and_strict_makes_it_fatal(checkpoint, tmp_path, capsys):
     folder = tmp_path / "in"
     folder.mkdir()

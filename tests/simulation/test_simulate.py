@@ -229,6 +229,17 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_r
     assert 1_000 < most < 1_000_000_000 and not out.exists()
 
 
+def test_a_player_named_without_a_registry_id_is_one_player_here_too(checkpoint, tmp_path, capsys):
+    """The rule of predict and players (`with_registry_ids`): the match file without its registry, simulated
+    beside the fixtures' records; the summary says what was done."""
+    doc = json.loads((FIXTURES / "1473438.json").read_text())
+    del doc["info"]["registry"]
+    (tmp_path / "1473438.json").write_text(json.dumps(doc))
+    argv = ["--model", checkpoint, "--out", str(tmp_path / "out.csv"), "--sims", "2", "--recent-level", "0"]
+    assert main([*argv, "--history", str(FIXTURES), str(tmp_path / "1473438.json")]) == 0
+    assert "note:               registry ids by name: " in capsys.readouterr().out
+
+
 def test_plots_at_an_existing_file_are_refused_before_any_work(checkpoint, tmp_path, capsys):
     (tmp_path / "plots").write_text("a file, not a folder")
     out = tmp_path / "out.csv"
