@@ -196,7 +196,7 @@ def download(url: str, raw_dir: Path, by_hand: str = "offline, give the path of 
     except urllib.error.HTTPError as err:
         raise SourceError(f"{url}: the server answered {err.code} {err.reason}; nothing downloaded") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as err:
-        why = getattr(err, "reason", None) or err or type(err).__name__
+        why = getattr(err, "reason", None) or err
         raise SourceError(f"{url}: cannot download ({why}); {by_hand}") from None
     return target
 
