@@ -16,6 +16,26 @@ from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.data.teacher import cached_teacher
 from cricket_attn.laws import N_OUTCOMES
 
+# The settings (`data.` keys) the encoder is fitted from: runs that differ in one of them have other
+# vocabularies, rates or features, and a model of one cannot read the other's batches. The others (batch
+# sizes, the teacher, `train_competitions`, the balls' weights) change what is trained on, not the encoder.
+ENCODER_SETTINGS = (
+    "sources",
+    "phases",
+    "split",
+    "min_count",
+    "rate_strength",
+    "history_balls",
+    "first_innings",
+    "competition_min_count",
+    "records",
+)
+
+
+def encoder_settings(data: Mapping) -> dict:
+    """The `data` settings (plain values) that fit the encoder: compared between runs before any data is read."""
+    return {key: data.get(key) for key in ENCODER_SETTINGS}
+
 
 class CricketDataModule(pl.LightningDataModule):
     """`prepare_data` fetches and ingests (cached); `setup` splits by season and fits the encoder

@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from cricket_attn import progress, settings, tracking
 from cricket_attn.config import CONF_DIR, project_path
-from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.data.datamodule import CricketDataModule, encoder_settings
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import QUANTILE_STEPS
@@ -114,7 +114,8 @@ def open_run(cfg: DictConfig) -> Run:
                     client.set_tag(run.run_id, "mlflow.runName", name + CONTINUED)
         return run
     folder = Path(cfg.paths.output_dir)
-    run = Run(cfg, folder)
+    # What fitted its encoder, for a later run's init_from to compare before it reads any data.
+    run = Run(cfg, folder, {"data": encoder_settings(OmegaConf.to_container(cfg.data, resolve=True))})
     if cfg.get("logger"):
         uri = cfg.logger.tracking_uri  # checked by `preflight`
         tags, overrides = {"model_family": "transformer", "output_dir": str(folder)}, ""
@@ -129,7 +130,7 @@ def open_run(cfg: DictConfig) -> Run:
         name = cfg.logger.get("run_name") or tracking.run_name("transformer", overrides, started)
         tags["comparison"] = name  # the baselines paired with this run carry the same tag
         tags.update({k: str(v) for k, v in (cfg.logger.get("tags") or {}).items()})
-        run.state = {
+        run.state |= {
             "tracking_uri": uri,
             "run_id": tracking.start_run(uri, cfg.logger.experiment_name, name, tags, started=started),
         }
@@ -194,6 +195,15 @@ def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
         raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is missing")
     if damage := unreadable(Path(path)):
         raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is damaged ({damage})")
+    # Its data settings, in its run file: another encoder is refused before any data is read (the encoder
+    # itself is compared again when the weights load).
+    ours = encoder_settings(OmegaConf.to_container(cfg.data, resolve=True))
+    for key, value in (state.get("data") or {}).items():
+        if value != ours[key]:
+            raise ConfigError(
+                f"init_from={cfg.init_from}: that run has data.{key}={value}, this one {ours[key]}; a run "
+                "starts only from one whose encoder was fitted from the same data settings"
+            )
     # Its model's settings, in the checkpoint: a shape of its own is refused before any data is read (what
     # the data sizes, vocabularies and rates, is compared when the weights load; dropout may differ).
     theirs = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {}).get("model", {})

@@ -393,8 +393,6 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
         assert same(member, load_checkpoint(source)[0].model)
     fresh = train(tiny_train_config(tmp_path / "fresh", *still, "refit=false"))
     assert not same(load_model(fresh["checkpoint"])[0], load_checkpoint(earlier["selection_checkpoint"])[0].model)
-    with pytest.raises(ConfigError, match="was fitted with another encoder"):
-        train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
     with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
         train(tiny_train_config(tmp_path / "none", "~logger", f"init_from={tmp_path}"))
     # A selection-only run has no refit members: a refit from it is refused before any work, not after
@@ -403,7 +401,10 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
         train(tiny_train_config(tmp_path / "late", *still, f"init_from={tmp_path / 'fresh' / 'run'}"))
     assert not (tmp_path / "late" / "run").exists()
     # Refused before any data is read or any MLflow run started (these came after 21-25 s on the IPL, leaving
-    # a FAILED run, or as a traceback): another model shape, a checkpoint missing or cut short.
+    # a FAILED run, or as a traceback): other data settings, another model shape, a checkpoint missing or cut
+    # short.
+    with pytest.raises(ConfigError, match="that run has data.min_count=None, this one 6; a run starts only"):
+        train(tiny_train_config(tmp_path / "other", *start, "data.min_count=6"))
     with pytest.raises(ConfigError, match="that run's model has model.d_model=8, this one 16; a run starts only"):
         train(tiny_train_config(tmp_path / "shape", *start, "model.d_model=16"))
     copy = tmp_path / "copy"
@@ -416,6 +417,10 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
             if isinstance(value, list)
             else str(copy / Path(value).relative_to(tracked_run["folder"] / "run"))
         )
+    # A run file that does not say its data settings: the encoder is still compared when the weights load.
+    (copy / "mlflow_run.json").write_text(json.dumps({k: v for k, v in state.items() if k != "data"}))
+    with pytest.raises(ConfigError, match="was fitted with another encoder"):
+        train(tiny_train_config(tmp_path / "unsaid", *still, f"init_from={copy}", "data.min_count=6"))
     (copy / "mlflow_run.json").write_text(json.dumps(state))
     cut = Path(state["selection_checkpoint"])
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
@@ -424,7 +429,7 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
     cut.unlink()
     with pytest.raises(ConfigError, match=rf"init_from={copy}: its checkpoint {cut} is missing$"):
         train(tiny_train_config(tmp_path / "gone", *still, f"init_from={copy}"))
-    for folder in ("shape", "cut", "gone"):
+    for folder in ("other", "shape", "cut", "gone"):
         assert not (tmp_path / folder / "run").exists()
 
 
