@@ -12,7 +12,7 @@ seasons is used: the selection's teacher never sees the validation season, and n
 refit's teacher, fitted through the validation season, is also the trees baseline of
 cricket-attn-baselines: its folds' mean predicts the test seasons, which none of them has seen (a teacher
 of the earlier seasons alone for the refit, one set of folds for both stages, cost the IPL test 0.0009 a
-ball: docs/experiments.md). Fitting the folds takes minutes, so the teacher is cached under data/cache,
+ball: docs/log/2026-11-27.md). Fitting the folds takes minutes, so the teacher is cached under data/cache,
 keyed by the deliveries and settings.
 """
 

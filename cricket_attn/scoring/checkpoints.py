@@ -16,7 +16,7 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 
 PREFIX = "model."  # the weights' keys in a checkpoint: the LightningModule's `model`
-# Model options taken out on 2026-11-24, measured no better (docs/experiments.md), that checkpoints saved
+# Model options taken out on 2026-11-24, measured no better (docs/log/2026-11-24.md), that checkpoints saved
 # before still name: each at the value that had it do nothing (None: any value, a setting of an option that
 # was off). A checkpoint that used one is refused by name.
 TAKEN_OUT = {
@@ -77,7 +77,7 @@ def model_settings(saved: dict) -> dict:
     embedding, taken out too, is refused by the model's own check of `numeric_embedding`)."""
     used = {k: v for k, v in saved.items() if k in TAKEN_OUT and TAKEN_OUT[k] is not None and v != TAKEN_OUT[k]}
     if used:
-        raise ConfigError(f"model setting(s) {used}: taken out, measured no better (docs/experiments.md)")
+        raise ConfigError(f"model setting(s) {used}: taken out, measured no better (docs/log/2026-11-24.md)")
     return {k: v for k, v in saved.items() if k not in TAKEN_OUT}
 
 

@@ -12,7 +12,7 @@ tilted by its batter's and its bowler's forms with four weights:
                + (w_batter_wicket f_batter_wicket + w_bowler_wicket f_bowler_wicket) [c = wicket] + const,
 
 u the classes' standardised runs. A player's form before a match uses his matches dated strictly before it.
-`balls` and the weights were fitted on 2024 with the model fitted through 2023 (docs/experiments.md).
+`balls` and the weights were fitted on 2024 with the model fitted through 2023 (docs/log/2026-11-23.md).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ WICKET = OUTCOME_INDEX["wicket"]
 RUN_DIRECTION = (OUTCOME_RUNS - OUTCOME_RUNS.mean()) / OUTCOME_RUNS.std()
 ROLES = ("batter", "bowler")
 
-# Chosen on 2024 with the model fitted through 2023 (docs/experiments.md, "players' form").
+# Chosen on 2024 with the model fitted through 2023 (docs/log/2026-11-23.md, "players' form").
 FORM_BALLS = 50.0
 FORM_WEIGHTS = (0.529, 8.087, 0.183, 0.225)  # batter runs, batter wicket, bowler runs, bowler wicket
 

@@ -6,7 +6,7 @@ match on date t, `offsets` are one number per outcome class, added to the model'
 ones that best explain the outcomes of every ball the model was not trained on and that was bowled in a
 match dated before t, pulled towards zero by an L2 penalty (`strength`, in balls' worth of evidence).
 A match with no such earlier match keeps the model's own probabilities. The rule is strict: a match never
-sees itself, a later match or a match of its own date. Chosen and measured in docs/experiments.md.
+sees itself, a later match or a match of its own date. Chosen and measured in docs/log/2026-11-23.md.
 """
 
 from __future__ import annotations

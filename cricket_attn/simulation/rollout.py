@@ -24,7 +24,7 @@ from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histories
 
 # The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
-# back (docs/experiments.md).
+# back (docs/log/2026-11-23.md).
 SPREAD = 0.1
 # The largest spread a command takes: z of one standard deviation already tilts a ball's distribution by
 # its whole spread of runs (larger ones are clipped at zero more than they are drawn).

@@ -1,5 +1,5 @@
 """Two or more settings ("arms"), each trained at several seeds, paired by match on one split: the record's
-way of choosing a setting on the validation season (docs/experiments.md).
+way of choosing a setting on the validation season (docs/log/README.md).
 
 Each arm is a list of checkpoints (a run's `checkpoints/calibrated.ckpt` with refit=false: the selection
 stage's model with its calibration). Every checkpoint scores the split's balls; an arm's log loss on a ball is
