@@ -46,6 +46,9 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
+    """The model's settings: the defaults are conf/model/transformer.yaml's (a test holds them equal); the
+    sizes of the data (n_*, numeric_quantiles) come from the data encoder (`SequenceEncoder.model_dims`)."""
+
     n_numeric: int  # numeric features per ball (match state, player rates)
     n_batters: int  # vocabulary sizes, the unknown player (slot 0) included
     n_bowlers: int
@@ -58,8 +61,8 @@ class ModelConfig:
     n_heads: int = 4
     n_layers: int = 2
     mlp_ratio: int = 4
-    dropout: float = 0.1  # on the embeddings and each block's output (not on the attention weights)
-    entity_dropout: float = 0.0  # in training, replace this share of player/venue ids with the unknown (0)
+    dropout: float = 0.2  # on the embeddings and each block's output (not on the attention weights)
+    entity_dropout: float = 0.3  # in training, replace this share of player/venue ids with the unknown (0)
     max_len: int = 160  # longest sequence the model accepts
     max_balls: int = 160  # size of the absolute legal-ball table
     max_overs: int = 24
@@ -77,8 +80,8 @@ class ModelConfig:
     history_roles: tuple[str, ...] = ("batter", "bowler")  # whose histories the model reads (the data gives both)
     # The chase also attends to every ball of the first innings (given by the data encoder, `data.first_innings`).
     first_innings: bool = False
-    numeric_embedding: str = "mlp"  # "mlp" over all numeric features, or "bins" (piecewise linear)
-    numeric_hidden: int | None = None  # hidden width of the MLP into d_model (None: d_model)
+    numeric_embedding: str = "bins"  # "bins" (piecewise linear, then an MLP), or "mlp" over the raw features
+    numeric_hidden: int | None = 256  # hidden width of the MLP into d_model (None: d_model)
     numeric_bins: int = 16  # bins: piecewise-linear pieces per feature, between training quantiles
     # bins: each feature's training quantiles at levels 0, 1/Q, ..., 1 (from the data encoder)
     numeric_quantiles: list[list[float]] | None = None

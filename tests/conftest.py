@@ -156,7 +156,12 @@ def fixture_simulator(fixture_tables, phases):
     encoder = SequenceEncoder.fit(train, min_count=5)
     torch.manual_seed(0)
     model = CricketTransformer(
-        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8, n_heads=2, n_layers=1)
+        ModelConfig(
+            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
+            d_model=8,
+            n_heads=2,
+            n_layers=1,
+        )
     ).eval()
     with torch.no_grad():  # outcomes at the training seasons' rates, so innings last as long as real ones
         model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))

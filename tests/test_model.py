@@ -19,7 +19,10 @@ from cricket_attn.model import (
     sinusoidal_table,
 )
 
-TINY = dict(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0)
+TINY = dict(
+    n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0,
+    entity_dropout=0.0, numeric_embedding="mlp", numeric_hidden=None,
+)  # fmt: skip
 # Quantiles at levels 0, 1/4, ..., 1 for each of TINY's five features.
 QUANTILES = [[-2.0, -0.5, 0.0, 0.5, 2.0]] * 4 + [[0.0, 0.0, 0.0, 1.0, 1.0]]
 
@@ -136,7 +139,7 @@ def test_sequence_longer_than_the_model_allows():
 
 @pytest.mark.parametrize("variant", ATTENTION_VARIANTS)
 def test_later_balls_never_change_earlier_predictions(variant):
-    cfg = ModelConfig(**TINY, **variant)
+    cfg = ModelConfig(**{**TINY, **variant})
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     k = 11
@@ -194,7 +197,7 @@ def test_the_calibration_moves_the_logits_outside_training_only():
 
 def test_piecewise_linear_ramps_between_quantiles():
     torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, numeric_embedding="bins", numeric_bins=2, numeric_quantiles=QUANTILES)
+    cfg = ModelConfig(**{**TINY, "numeric_embedding": "bins"}, numeric_bins=2, numeric_quantiles=QUANTILES)
     emb = PiecewiseLinearEmbedding(cfg)
     # Two bins from the quantiles at 0, 1/2 and 1: [-2, 0] and [0, 2] for features 0-3, [0, 0] and [0, 1]
     # for the discrete feature 4, whose first bin has no width and so is a step at 0.
@@ -216,7 +219,7 @@ def test_piecewise_linear_ramps_between_quantiles():
 )
 def test_numeric_embeddings_are_causal_and_cacheable(numeric):
     torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, **numeric)
+    cfg = ModelConfig(**{**TINY, **numeric})
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     changed = dict(batch, numeric=batch["numeric"].clone())
@@ -272,7 +275,7 @@ def test_attention_weights_are_those_the_model_uses(variant):
     """The explicit weights give the same predictions as the fused kernel; each row is a distribution
     over the ball itself and the earlier balls its context allows."""
     torch.manual_seed(0)
-    cfg = ModelConfig(**TINY, **variant)
+    cfg = ModelConfig(**{**TINY, **variant})
     model = CricketTransformer(cfg).eval()
     batch = random_batch(cfg)
     weights = []

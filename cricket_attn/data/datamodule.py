@@ -56,6 +56,9 @@ class CricketDataModule(pl.LightningDataModule):
     fine-tuned on one league (`init_from` in conf/config.yaml) sees its features as it did. The test keeps
     every competition.
 
+    The defaults are conf/data/ipl.yaml's (a test holds them equal); the settings that are structures there
+    (phases, split, teacher, records, trees) are required, conf/ being their one source.
+
     `teacher` (weight, folds) mixes each training ball's outcome with gradient-boosted trees' (`trees`, their
     settings) out-of-fold probabilities for it (cricket_attn.data.teacher): the training batches then carry
     `soft_target`, what the loss is taken against. Validation and test batches keep the outcomes alone.
@@ -65,23 +68,24 @@ class CricketDataModule(pl.LightningDataModule):
         self,
         sources: Sequence[str] | None = None,
         data_dir: str = "data",
-        phases: Mapping | None = None,
-        split: Mapping | None = None,
-        min_count: int | None = 20,
+        *,
+        phases: Mapping,
+        split: Mapping,
+        teacher: Mapping | None,
+        records: Mapping | None,
+        trees: Mapping | None,
+        min_count: int | None = None,
         rate_strength: float = 200.0,
-        batch_size: int = 64,
+        batch_size: int = 16,
         eval_batch_size: int = 256,
         num_workers: int = 0,
         refit: bool = False,
         seed: int = 0,
-        season_half_life: float | None = None,
-        teacher: Mapping | None = None,
+        season_half_life: float | None = 4.0,
         history_balls: int = 0,
         first_innings: bool = False,
         competition_min_count: int = 5000,
         train_competitions: Sequence[str] | None = None,
-        records: Mapping | None = None,
-        trees: Mapping | None = None,
     ):
         super().__init__()
         self.sources = configured_sources(sources)

@@ -1,9 +1,9 @@
 """Weight averaging: the model validated, checkpointed and kept at the end of a fit is an exponential
 moving average of its weights over the last steps (Lightning's `EMAWeightAveraging`), not the last step's.
 A single epoch's weights move the validation loss by chance, and the epoch count chosen on that noisy curve
-moved a run by 0.004 nats a ball (docs/log/2026-11-25.md, "the season back on today's code"); an average over the last part of an
-epoch is steadier. The average's memory is set in epochs, so one setting means the same on the IPL's
-~140 optimiser steps an epoch as on every league's ~900.
+moved a run by 0.004 nats a ball (docs/log/2026-11-25.md, "the season back on today's code"); an average
+over the last part of an epoch is steadier. The average's memory is set in epochs, so one setting means the
+same on the IPL's ~140 optimiser steps an epoch as on every league's ~900.
 """
 
 from __future__ import annotations

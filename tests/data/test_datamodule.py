@@ -19,6 +19,13 @@ def make(data_config, tmp_path, *others: str, **kw) -> CricketDataModule:
         (tmp_path / "others").mkdir(exist_ok=True)
         for match in others:
             (tmp_path / "others" / f"{match}.json").write_bytes((LEAGUES / f"{match}.json").read_bytes())
+    kw = {
+        "teacher": None,
+        "records": None,
+        "trees": None,
+        "season_half_life": None,
+        **kw,
+    }  # career rates, equal weights
     dm = CricketDataModule(
         sources=sources,
         data_dir=str(tmp_path),

@@ -39,6 +39,8 @@ def hand_made_heads(deliveries: pd.DataFrame) -> tuple[CricketTransformer, Seque
     encoder = SequenceEncoder.fit(deliveries, min_count=1)
     cfg = ModelConfig(
         **{**encoder.model_dims(), "numeric_quantiles": None},
+        numeric_embedding="mlp",
+        numeric_hidden=None,
         d_model=32,
         n_heads=2,
         n_layers=1,

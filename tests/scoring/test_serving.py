@@ -15,7 +15,8 @@ from cricket_attn.model import ModelConfig
 from cricket_attn.scoring.probabilities import model_reach
 from tests.conftest import FIXTURES
 
-MODEL = ModelConfig(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3)  # the default tables: 24 overs, 12 balls
+# The default tables (24 overs, 12 balls), a numeric embedding that needs no quantiles.
+MODEL = ModelConfig(n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, numeric_embedding="mlp", numeric_hidden=None)
 
 
 def short_odi(match_id: str = "1473438") -> dict:

@@ -139,7 +139,12 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(
     encoder.attach_known(deliveries)
     torch.manual_seed(2)
     model = CricketTransformer(
-        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=16, n_heads=2, n_layers=2)
+        ModelConfig(
+            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
+            d_model=16,
+            n_heads=2,
+            n_layers=2,
+        )
     ).eval()
     sim = replace(sim, model=model, encoder=encoder)
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)

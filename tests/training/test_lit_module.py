@@ -27,6 +27,10 @@ def datamodule(data_config, tmp_path) -> CricketDataModule:
         split=OmegaConf.to_container(data_config.split),
         min_count=5,
         batch_size=8,
+        teacher=None,
+        records=None,
+        trees=None,
+        season_half_life=None,
     )
     dm.prepare_data()
     dm.setup("fit")
@@ -150,7 +154,9 @@ def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path
 
 
 def test_weight_decay_reaches_matrices_and_embedding_tables_only():
-    module = BallOutcomeModule(dict(n_numeric=4, n_batters=5, n_bowlers=5, n_venues=2, d_model=8, n_heads=2))
+    module = BallOutcomeModule(
+        dict(n_numeric=4, n_batters=5, n_bowlers=5, n_venues=2, d_model=8, n_heads=2, numeric_embedding="mlp")
+    )
     decayed, plain = parameter_groups(module, 0.3)
     assert decayed["weight_decay"] == 0.3 and plain["weight_decay"] == 0.0
     name = {id(p): n for n, p in module.named_parameters()}

@@ -45,7 +45,12 @@ def tiny_model(deliveries: pd.DataFrame, kind: str) -> TrainedModel:
     encoder = SequenceEncoder.fit_encode(train, competition_min_count=500, known=deliveries, **KINDS[kind])[0]
     torch.manual_seed(0)
     model = CricketTransformer(
-        ModelConfig(**{**encoder.model_dims(), "numeric_quantiles": None}, d_model=8, n_heads=2, n_layers=1)
+        ModelConfig(
+            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
+            d_model=8,
+            n_heads=2,
+            n_layers=1,
+        )
     ).eval()
     with torch.no_grad():
         model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))

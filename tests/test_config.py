@@ -1,0 +1,63 @@
+"""conf/ and the code agree: a model or data module built from Python with its defaults is the one conf/ builds,
+and the data config reads as Hydra composes it."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import MISSING, fields
+
+import pytest
+from omegaconf import OmegaConf
+
+from cricket_attn.config import CONF_DIR, load_data_config, project_path
+from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.model import ModelConfig
+
+
+def test_the_models_defaults_are_conf():
+    """Every key conf/model/transformer.yaml sets is ModelConfig's default (lists as tuples), and every
+    field without a default is one the data encoder gives."""
+    conf = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "transformer.yaml"))
+    defaults = {f.name: f.default for f in fields(ModelConfig) if f.default is not MISSING}
+    assert conf, "conf/model/transformer.yaml sets nothing"
+    for key, value in conf.items():
+        assert key in defaults, f"model.{key} is in conf/ but ModelConfig has no default for it"
+        expected = tuple(value) if isinstance(value, list) else value
+        assert defaults[key] == expected, f"model.{key}: ModelConfig {defaults[key]!r}, conf/ {value!r}"
+    required = {f.name for f in fields(ModelConfig) if f.default is MISSING}
+    assert required == {"n_numeric", "n_batters", "n_bowlers", "n_venues"}
+
+
+def test_the_data_modules_defaults_are_conf():
+    """Every key conf/data/ipl.yaml sets is CricketDataModule's default or a required argument; built with
+    only the required ones from conf/, it has conf's settings."""
+    conf = load_data_config("ipl")
+    params = inspect.signature(CricketDataModule).parameters
+    plain = OmegaConf.to_container(conf, resolve=False)
+    required = {name for name, p in params.items() if p.default is inspect.Parameter.empty}
+    assert required == {"phases", "split", "teacher", "records", "trees"}
+    for key, value in plain.items():
+        if key == "_target_" or key in required:
+            continue
+        assert key in params, f"data.{key} is in conf/ but not an argument of CricketDataModule"
+        if key == "seed":  # ${seed}: the run's
+            continue
+        assert params[key].default == value, f"data.{key}: CricketDataModule {params[key].default!r}, conf/ {value!r}"
+    built = CricketDataModule(**{key: OmegaConf.to_container(conf[key]) for key in required})
+    composed = CricketDataModule(
+        **{k: v for k, v in OmegaConf.to_container(conf).items() if k not in ("_target_", "seed")}
+    )
+    settings = ("sources", "data_dir", "phases", "split", "min_count", "rate_strength", "batch_size",
+                "season_half_life", "teacher", "trees", "records", "competition_min_count")  # fmt: skip
+    for name in settings:
+        assert getattr(built, name) == getattr(composed, name), name
+
+
+def test_a_data_config_reads_as_hydra_composes_it():
+    """data=t20 is data=ipl with its own settings over it; an unknown name lists the ones there are."""
+    ipl, t20 = load_data_config("ipl"), load_data_config("t20")
+    assert t20.split == ipl.split and t20.teacher == ipl.teacher
+    assert list(t20.sources) != list(ipl.sources or []) and "cricsheet:t20s_male" in t20.sources
+    with pytest.raises(FileNotFoundError, match=r"no data config 'nope' in .*\(have: .*ipl.*t20"):
+        load_data_config("nope")
+    assert project_path("data") == CONF_DIR.parent / "data" and project_path("/x") == project_path("/x").absolute()
