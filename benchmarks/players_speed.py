@@ -27,7 +27,7 @@ from machine import cpu
 
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.scoring.serving import load_trained
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.tracking import latest_transformer_run
 from cricket_attn.valuation.players import value_matches
 

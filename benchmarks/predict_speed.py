@@ -29,7 +29,7 @@ from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_
 from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.sources import default_archive, iter_match_files
 from cricket_attn.data.splits import SeasonSplit
-from cricket_attn.scoring.serving import load_trained
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.tracking import latest_transformer_run
 
 

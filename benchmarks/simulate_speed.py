@@ -21,9 +21,9 @@ from machine import cpu
 
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import Ensemble
-from cricket_attn.scoring.serving import load_trained
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup

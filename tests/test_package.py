@@ -15,11 +15,13 @@ PACKAGE = Path(cricket_attn.__file__).parent
 
 # The floors, bottom first: a module may import its own floor and the ones below it.
 FLOORS = (
-    ("laws", "atomic", "config", "progress", "settings"),  # the laws of the game and small helpers
+    ("laws", "atomic", "config", "progress", "settings", "cli"),  # the laws, small helpers, the command-line kit
     ("metrics", "tracking"),
     ("data",),
-    ("model", "kv_cache"),
-    ("training", "scoring"),
+    ("model", "kv_cache"),  # the model reads its earlier balls' keys and values from the cache
+    ("inference",),  # what a trained model needs to run: checkpoints, serving, probabilities, attention's statistics
+    ("training",),
+    ("scoring",),  # the commands over a model: predict, evaluate, attention
     ("simulation",),
     ("valuation",),  # what players are worth: the ball model, and the simulator's win-probability rule
 )

@@ -222,7 +222,7 @@ def test_a_finished_run_resumed_as_it_was_is_kept(tmp_path, monkeypatch):
 
 def test_a_resumed_ensemble_refits_only_the_members_not_done(tmp_path, monkeypatch):
     import cricket_attn.training.train as train_module
-    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.inference.checkpoints import load_model
 
     real, calls = train_module.fit_stage, []
 
@@ -251,7 +251,7 @@ def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
     refit=true` trains the refit members for the epochs already chosen, in the same MLflow run, which ends
     with one model, the refit's, and says it was continued; other settings stay fixed."""
     import cricket_attn.training.train as train_module
-    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.inference.checkpoints import load_model
 
     overrides = ("ensemble=2", "data.teacher=null")
     first = train(tiny_train_config(tmp_path, *overrides, "refit=false"))

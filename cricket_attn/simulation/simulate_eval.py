@@ -24,10 +24,10 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import SourceError, configured_sources
+from cricket_attn.inference.checkpoints import CheckpointError
+from cricket_attn.inference.recent import BY_MODEL, level_by_default, since_training, strength
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import markdown_table, save_figure
-from cricket_attn.scoring.checkpoints import CheckpointError
-from cricket_attn.scoring.recent import BY_MODEL, level_by_default, since_training, strength
-from cricket_attn.scoring.serving import load_trained
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
 from cricket_attn.simulation.against_baselines import evaluate
@@ -79,7 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="STRENGTH",
         help="learn the league's level from the matches since the model's training seasons played before "
-        f"each match (cricket_attn.scoring.recent), pulled to zero with this strength (default: {BY_MODEL}; "
+        f"each match (cricket_attn.inference.recent), pulled to zero with this strength (default: {BY_MODEL}; "
         "chosen on 2024); 0: off",
     )
     p.add_argument(
@@ -87,7 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=False,
         help="tilt each simulated ball by its batter's and bowler's form in the matches since the model's "
-        "training seasons played before its match (cricket_attn.scoring.form; default: %(default)s)",
+        "training seasons played before its match (cricket_attn.inference.form; default: %(default)s)",
     )
     p.add_argument("--data", default="ipl")
     p.add_argument(

@@ -36,6 +36,7 @@ from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
 from cricket_attn.data.teacher import cached_teacher
 from cricket_attn.data.trees import cached_trees
+from cricket_attn.inference.probabilities import DELIVERY_COLUMNS
 from cricket_attn.laws import N_OUTCOMES
 from cricket_attn.metrics import (
     KEY_COLUMNS,
@@ -45,7 +46,6 @@ from cricket_attn.metrics import (
     paired_difference,
     plot_comparison,
 )
-from cricket_attn.scoring.probabilities import DELIVERY_COLUMNS
 from cricket_attn.settings import BASELINES, SettingError, check
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The LightningModule: builds the model from plain settings, computes the loss and metrics,
-and configures the optimiser. Checkpoints hold only plain Python and tensors (cricket_attn.scoring.checkpoints
+and configures the optimiser. Checkpoints hold only plain Python and tensors (cricket_attn.inference.checkpoints
 reads them back for scoring without Lightning). Also what a fit shows
 while it runs (a line or a bar per epoch, cricket_attn.progress)."""
 
@@ -17,8 +17,8 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibratio
 
 from cricket_attn import progress
 from cricket_attn.data.sequences import IGNORE
+from cricket_attn.inference.checkpoints import CheckpointError, check_fits, model_settings, read
 from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
-from cricket_attn.scoring.checkpoints import CheckpointError, check_fits, model_settings, read
 
 log = logging.getLogger(__name__)
 

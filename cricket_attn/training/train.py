@@ -36,11 +36,11 @@ from cricket_attn.data.features import innings_extent
 from cricket_attn.data.sequences import QUANTILE_STEPS
 from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
+from cricket_attn.inference.attention import log_attention
+from cricket_attn.inference.checkpoints import load_model, save_final
+from cricket_attn.inference.probabilities import REACH, score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
-from cricket_attn.scoring.attention import log_attention
-from cricket_attn.scoring.checkpoints import load_model, save_final
-from cricket_attn.scoring.probabilities import REACH, score_deliveries
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 
 log = logging.getLogger(__name__)
@@ -468,7 +468,7 @@ def report(
     if results.get("checkpoint"):
         client.set_tag(run.run_id, "checkpoint", str(Path(results["checkpoint"]).resolve()))
         if cfg.mlflow.log_model:
-            from cricket_attn.scoring.serving import log_model
+            from cricket_attn.inference.serving import log_model
 
             log.info("MLflow: logging the final model as the run's `model`")
             for model_id in tracking.drop_earlier_models(run.uri, run.run_id, "model"):  # on a resume

@@ -19,26 +19,23 @@ from omegaconf import OmegaConf
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
+from cricket_attn.cli import (
+    check_can_write_in,
+    check_memory,
+    check_out_folder,
+    check_out_path,
+    run_command,
+    write_table,
+    writing,
+)
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import configured_sources
+from cricket_attn.inference.reading import dated_ahead, known_sources, named_list, nothing_found
+from cricket_attn.inference.serving import TrainedModel, load_trained
 from cricket_attn.metrics import markdown_table
-from cricket_attn.scoring.cli import (
-    check_can_write_in,
-    check_memory,
-    check_out_folder,
-    check_out_path,
-    dated_ahead,
-    known_sources,
-    named_list,
-    nothing_found,
-    run_command,
-    write_table,
-    writing,
-)
-from cricket_attn.scoring.serving import TrainedModel, load_trained
 from cricket_attn.settings import count
 from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, ROLES, value_matches
 from cricket_attn.valuation.plots import plot_card, plot_leaders

@@ -32,9 +32,9 @@ import torch
 
 from cricket_attn.data.features import STATE_COLUMNS, ball_counts
 from cricket_attn.data.sequences import BallSequences, SequenceEncoder
+from cricket_attn.inference.probabilities import sequence_probabilities
+from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed, outcome_codes
-from cricket_attn.scoring.probabilities import sequence_probabilities
-from cricket_attn.scoring.serving import TrainedModel
 from cricket_attn.valuation.wickets import WicketCost
 from cricket_attn.valuation.win import WinModel, win_added
 

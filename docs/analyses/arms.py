@@ -26,8 +26,8 @@ from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.data.splits import SeasonSplit
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import KEY_COLUMNS, match_bootstrap, per_ball_log_loss, score
-from cricket_attn.scoring.serving import load_trained
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ seasons it never saw:
 A model of every league: `--data t20 --competition "Indian Premier League"` (the records read from every
 league's matches, the form and the scores from that competition's balls).
 
-The forms so far are `cricket_attn.scoring.form`'s (the simulator's option); the oracle is this script's.
+The forms so far are `cricket_attn.inference.form`'s (the simulator's option); the oracle is this script's.
 The weights and n0 are fitted on 2024 (with the model fitted through 2023) and applied to 2025-2026 (the
 model fitted through 2024); the fit on each season itself is reported too.
 """
@@ -37,9 +37,9 @@ import torch
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
+from cricket_attn.inference.form import ROLES, PlayerForm, ball_losses, fit_weights
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import PROB_COLUMNS, labels_of, match_bootstrap
-from cricket_attn.scoring.form import ROLES, PlayerForm, ball_losses, fit_weights
-from cricket_attn.scoring.serving import load_trained
 
 
 def scored(model: str, d: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:

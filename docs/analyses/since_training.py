@@ -4,7 +4,7 @@ form and both, paired against the model on the same balls (a record's analysis, 
     python docs/analyses/since_training.py --model <checkpoint> --seasons 2025 2026
 
 Each ball of the chosen seasons (all after the model's training seasons) is scored by the model from the
-real balls before it; the recent level (strength 200) and the form (`cricket_attn.scoring.form`'s n0 and
+real balls before it; the recent level (strength 200) and the form (`cricket_attn.inference.form`'s n0 and
 weights) learn from the matches dated before each match, as the commands do.
 """
 
@@ -17,10 +17,10 @@ import torch
 
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.inference.form import PlayerForm
+from cricket_attn.inference.recent import STRENGTH, balls_since, match_offsets, with_offsets
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import PROB_COLUMNS, labels_of, match_bootstrap
-from cricket_attn.scoring.form import PlayerForm
-from cricket_attn.scoring.recent import STRENGTH, balls_since, match_offsets, with_offsets
-from cricket_attn.scoring.serving import load_trained
 
 
 def main() -> None:

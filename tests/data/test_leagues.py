@@ -20,7 +20,7 @@ from cricket_attn.data.features import entity_key, venue_key
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.data.sources import SourceError
 from cricket_attn.data.splits import SeasonSplit
-from cricket_attn.scoring.cli import unknown_to
+from cricket_attn.inference.reading import unknown_to
 from tests.conftest import FIXTURES
 
 LEAGUES = FIXTURES.parent / "cricsheet_t20"  # five real matches of other competitions (README)

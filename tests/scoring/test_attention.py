@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from cricket_attn.data.sequences import SequenceEncoder
-from cricket_attn.model import CricketTransformer, ModelConfig
-from cricket_attn.scoring.attention import (
+from cricket_attn.inference.attention import (
     AGE_BANDS,
     CATEGORIES,
     category_masks,
@@ -19,10 +18,10 @@ from cricket_attn.scoring.attention import (
     head_report,
     history_report,
     innings_attention,
-    main,
-    parse_ball,
     report_table,
 )
+from cricket_attn.model import CricketTransformer, ModelConfig
+from cricket_attn.scoring.attention import main, parse_ball
 from tests.conftest import FIXTURES
 
 # Radians per legal ball of the sinusoidal part's second pair of channels at width 4 (10000^(-2/4)): one

@@ -17,10 +17,10 @@ import torch
 from cricket_attn.data.deliveries import plain_types
 from cricket_attn.data.features import entity_key
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.inference.reading import unknown_to
+from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.cli import unknown_to
 from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, parse_args, run
-from cricket_attn.scoring.serving import load_trained
 from tests.conftest import FIXTURES
 from tests.data.test_sources import GOOD, UPPER, broken_zips
 
@@ -170,7 +170,7 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
     """--recent-level: every match after the model's training seasons moved by offsets learnt from the
     matches before it, the same as scoring all and moving each by `recent_offsets`; the first of them, and
     every match of the training seasons, as they were."""
-    from cricket_attn.scoring.recent import recent_offsets, with_offsets
+    from cricket_attn.inference.recent import recent_offsets, with_offsets
 
     moved, plain = (
         predicted_with(checkpoint, tmp_path, "--recent-level", level, "--no-form") for level in ("200", "0")
@@ -198,8 +198,8 @@ def test_players_form_tilts_each_match_by_the_matches_before_it(checkpoint, deli
     """--form: each ball of a match after the training seasons tilted by its batter's and bowler's form in the
     matches before it, as `PlayerForm` gives it directly; the first of them and the training seasons' matches
     as they were."""
-    from cricket_attn.scoring.form import PlayerForm
-    from cricket_attn.scoring.recent import balls_since
+    from cricket_attn.inference.form import PlayerForm
+    from cricket_attn.inference.recent import balls_since
 
     tilted, plain = (
         predicted_with(checkpoint, tmp_path, "--recent-level", "0", flag) for flag in ("--form", "--no-form")
@@ -595,7 +595,7 @@ def renamed_match(phases, names: dict[str, str]) -> pd.DataFrame:
 
 def test_a_player_named_like_the_old_unknown_token_is_an_unknown_player_to_a_model_without_him(deliveries, phases):
     from cricket_attn.data.sequences import SequenceEncoder
-    from cricket_attn.scoring.cli import unknown_to
+    from cricket_attn.inference.reading import unknown_to
 
     encoder = SequenceEncoder.fit(deliveries, min_count=5)
     # Renamed, and under a registry id no file has: a player the model has never seen.
@@ -606,7 +606,7 @@ def test_a_player_named_like_the_old_unknown_token_is_an_unknown_player_to_a_mod
 def test_formula_like_names_are_defused_in_csv_and_kept_in_parquet(tmp_path, phases):
     """Players named like spreadsheet formulas: a single quote before each in CSV (OWASP's advice against
     CSV injection), the names as they are in parquet; numbers, negative ones too, untouched."""
-    from cricket_attn.scoring.cli import write_table
+    from cricket_attn.cli import write_table
 
     names = {
         "MC Henriques": '=HYPERLINK("http://x","y")',

@@ -9,8 +9,8 @@ import pandas as pd
 import torch
 
 from cricket_attn.data.deliveries import class_frequencies
+from cricket_attn.inference.form import PlayerForm
 from cricket_attn.laws import OUTCOMES
-from cricket_attn.scoring.form import PlayerForm
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.realism import (
     WAYS,

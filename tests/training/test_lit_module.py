@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.data.datamodule import CricketDataModule
-from cricket_attn.scoring.checkpoints import CheckpointError, load_model, save_final
+from cricket_attn.inference.checkpoints import CheckpointError, load_model, save_final
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
 
@@ -91,7 +91,7 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
     # Scoring reads the same weights without Lightning (the scoring commands start seconds sooner).
     code = (
         "import json, sys, torch\n"
-        "from cricket_attn.scoring.serving import load_trained\n"
+        "from cricket_attn.inference.serving import load_trained\n"
         f"m = load_trained({str(path)!r}).model\n"
         f"batch = torch.load({str(tmp_path / 'batch.pt')!r}, weights_only=True)\n"
         "with torch.no_grad(): probs = m(batch).softmax(-1)[0, :5].tolist()\n"

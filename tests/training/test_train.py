@@ -31,8 +31,8 @@ def test_fit_refit_and_test_on_real_matches(tracked_run):
     import hydra
     import pytorch_lightning as pl
 
+    from cricket_attn.inference.probabilities import score_deliveries
     from cricket_attn.metrics import score
-    from cricket_attn.scoring.probabilities import score_deliveries
     from cricket_attn.training.lit_module import load_checkpoint
 
     module, _ = load_checkpoint(results["checkpoint"])
@@ -63,11 +63,11 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     import hydra
     import numpy as np
 
+    from cricket_attn.inference.checkpoints import load_model
+    from cricket_attn.inference.probabilities import score_deliveries
+    from cricket_attn.inference.serving import from_checkpoint
     from cricket_attn.metrics import PROB_COLUMNS, score
     from cricket_attn.model import Ensemble
-    from cricket_attn.scoring.checkpoints import load_model
-    from cricket_attn.scoring.probabilities import score_deliveries
-    from cricket_attn.scoring.serving import from_checkpoint
     from cricket_attn.training.lit_module import load_checkpoint
 
     cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger")
@@ -100,7 +100,7 @@ def test_a_refit_from_the_selected_model_continues_it_with_its_own_encoder(tmp_p
     """refit_from=selected: each member starts from the selected model's weights (not a fresh model) and
     trains refit_epochs more epochs on the training and validation seasons, reading its features through the
     selection's encoder (fitted to 2023) as the selected model learnt them; the test report scores it."""
-    from cricket_attn.scoring.serving import from_checkpoint
+    from cricket_attn.inference.serving import from_checkpoint
     from cricket_attn.training.lit_module import load_checkpoint
 
     overrides = ("ensemble=2", "~logger", "refit_from=selected", "refit_epochs=1", "trainer.max_epochs=3")
@@ -312,8 +312,8 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     attaches them), gives the report's numbers."""
     import hydra
 
+    from cricket_attn.inference.serving import from_checkpoint
     from cricket_attn.metrics import score
-    from cricket_attn.scoring.serving import from_checkpoint
 
     reading = ("data.history_balls=8", "data.first_innings=true", "data.records={half_life_days: 200}")
     quick = ("~logger", "refit=false", "calibrate=false")
@@ -373,7 +373,7 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
     """init_from: the selection stage starts from the earlier run's selected model and each refit member
     from its member (with a learning rate too small to move them, they end where they started, while a
     fresh start does not); a run whose encoder differs, or a folder with no run, is refused."""
-    from cricket_attn.scoring.checkpoints import load_model
+    from cricket_attn.inference.checkpoints import load_model
     from cricket_attn.tracking import read_run_file
     from cricket_attn.training.lit_module import load_checkpoint
 

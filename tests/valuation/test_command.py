@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from cricket_attn.valuation.command import main, player_keys
 from tests.conftest import FIXTURES
-from tests.scoring.test_serving import long_over, short_odi
+from tests.inference.test_serving import long_over, short_odi
 from tests.valuation.test_expected import tiny_model
 
 

@@ -13,10 +13,10 @@ import torch
 from cricket_attn.data.deliveries import class_frequencies
 from cricket_attn.data.features import STATE_COLUMNS, match_state
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.inference.probabilities import sequence_probabilities
+from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, ModelConfig
-from cricket_attn.scoring.probabilities import sequence_probabilities
-from cricket_attn.scoring.serving import TrainedModel
 from cricket_attn.valuation.expected import (
     IN_MATCH,
     QUANTITIES,

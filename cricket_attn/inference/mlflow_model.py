@@ -1,11 +1,11 @@
 """The MLflow model's code (MLflow "models from code"): logged with each model, so loading it runs
-this file rather than unpickling an object. `cricket_attn.scoring.serving.log_model` logs it."""
+this file rather than unpickling an object. `cricket_attn.inference.serving.log_model` logs it."""
 
 import mlflow
 import pandas as pd
 from mlflow.models import set_model
 
-from cricket_attn.scoring.serving import CHECKPOINT_ARTIFACT, from_checkpoint
+from cricket_attn.inference.serving import CHECKPOINT_ARTIFACT, from_checkpoint
 
 
 class DeliveriesModel(mlflow.pyfunc.PythonModel):

@@ -20,10 +20,10 @@ import torch
 
 from cricket_attn.data.deliveries import restore_types
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.inference.form import PlayerForm
+from cricket_attn.inference.probabilities import model_config, model_reach, score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, labels_of
 from cricket_attn.model import CricketTransformer, Ensemble
-from cricket_attn.scoring.form import PlayerForm
-from cricket_attn.scoring.probabilities import model_config, model_reach, score_deliveries
 
 STRENGTH = 200.0
 
@@ -192,7 +192,7 @@ def since_training(
 ) -> tuple[dict[str, np.ndarray] | None, PlayerForm | None]:
     """What the matches of `deliveries` since the model's training seasons teach, from one scoring of their
     balls: each match's class offsets (the league's recent level; None when `strength` is 0) and the
-    players' form (`cricket_attn.scoring.form`; None unless `form`)."""
+    players' form (`cricket_attn.inference.form`; None unless `form`)."""
     if not strength and not form:
         return None, None
     balls, dates = balls_since(model, encoder, deliveries, scored)

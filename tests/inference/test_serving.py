@@ -11,8 +11,8 @@ import pytest
 
 from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sources import MatchFile
+from cricket_attn.inference.probabilities import model_reach
 from cricket_attn.model import ModelConfig
-from cricket_attn.scoring.probabilities import model_reach
 from tests.conftest import FIXTURES
 
 # The default tables (24 overs, 12 balls), a numeric embedding that needs no quantiles.

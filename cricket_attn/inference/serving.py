@@ -1,5 +1,5 @@
 """A trained model as something to score with: loaded from a checkpoint or an MLflow model URI, and
-logged to MLflow as a pyfunc model that takes a deliveries table (cricket_attn.scoring.mlflow_model). MLflow is
+logged to MLflow as a pyfunc model that takes a deliveries table (cricket_attn.inference.mlflow_model). MLflow is
 imported only where it is used, so scoring a checkpoint starts without it.
 
 The checkpoint is the single source of truth: the MLflow model is the checkpoint as an artifact plus
@@ -17,9 +17,9 @@ import pandas as pd
 
 from cricket_attn.data.deliveries import Ingested
 from cricket_attn.data.sequences import SequenceEncoder
+from cricket_attn.inference.checkpoints import CheckpointError, load_model
+from cricket_attn.inference.probabilities import model_config, model_reach, score_deliveries
 from cricket_attn.model import CricketTransformer, Ensemble, ModelConfig
-from cricket_attn.scoring.checkpoints import CheckpointError, load_model
-from cricket_attn.scoring.probabilities import model_config, model_reach, score_deliveries
 
 CHECKPOINT_ARTIFACT = "checkpoint"
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.inference.form import RUN_DIRECTION, WICKET, PlayerForm, ball_losses, fit_weights, residuals
+from cricket_attn.inference.recent import balls_since
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.form import RUN_DIRECTION, WICKET, PlayerForm, ball_losses, fit_weights, residuals
-from cricket_attn.scoring.recent import balls_since
 from cricket_attn.simulation.match import innings_points, simulate_points
 from cricket_attn.simulation.state import InningsSetup
 

@@ -11,10 +11,7 @@ import pytest
 import torch
 
 from cricket_attn.data.sequences import SequenceEncoder
-from cricket_attn.laws import OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring import predict
-from cricket_attn.scoring.recent import (
+from cricket_attn.inference.recent import (
     STRENGTH,
     fit_offsets,
     level_by_default,
@@ -22,6 +19,9 @@ from cricket_attn.scoring.recent import (
     recent_offsets,
     with_offsets,
 )
+from cricket_attn.laws import OUTCOMES
+from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.scoring import predict
 from cricket_attn.simulation import simulate, simulate_eval
 from cricket_attn.simulation.match import innings_points, simulate_points
 from cricket_attn.simulation.state import InningsSetup

@@ -4,7 +4,7 @@ The model knows a player by his embedding and his career rates, both frozen at t
 seasons; players change after it. The balls a player has faced or bowled since then, each predicted by the
 model, say how far off it is for him: each ball's residuals, runs (its class's runs less the expected runs)
 and wicket (1 if a wicket, less its probability), summed over his earlier matches less the league's mean
-over the same balls (the league's drift is not his: `cricket_attn.scoring.recent` takes that), and shrunk
+over the same balls (the league's drift is not his: `cricket_attn.inference.recent` takes that), and shrunk
 by `balls`, are his form in runs and in wickets as a batter and as a bowler. A ball's distribution is
 tilted by its batter's and its bowler's forms with four weights:
 
