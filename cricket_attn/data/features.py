@@ -259,17 +259,16 @@ class OutcomeRates:
 
     rate = (counts + strength * prior) / (n + strength); given as log(rate / prior), plus
     log(1 + n) so a model can tell a known player from a newcomer. Keys never seen get the prior.
-    Keyed by `entity_key` (registry ids, venue keys); `by_name` for rates saved before ids were read.
+    Keyed by `entity_key` (registry ids, venue keys).
     """
 
     column: str
     strength: float = 200.0
     prior: np.ndarray = field(default=None, repr=False)
     counts: pd.DataFrame = field(default=None, repr=False)
-    by_name: bool = False
 
     def keys(self, d: pd.DataFrame) -> np.ndarray:
-        return d[self.column].astype(str).to_numpy() if self.by_name else entity_key(d, self.column)
+        return entity_key(d, self.column)
 
     def fit(self, d: pd.DataFrame) -> OutcomeRates:
         codes = outcome_codes(d)

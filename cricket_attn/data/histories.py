@@ -55,7 +55,6 @@ class HistoryStore:
         tokens = {
             "outcome": outcome_codes(d)[order].astype(np.int64),
             "opponent": entity_key(d, opponent)[order],
-            "opponent_name": d[opponent].astype(str).to_numpy(dtype=object)[order],  # for encoders keyed by name
             "phase": pd.Categorical(d["phase"].astype(object), PHASES).codes[order].astype(np.int64),
             "season": d["season"].to_numpy(dtype=np.int64)[order],
             "day": day[order],

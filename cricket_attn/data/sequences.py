@@ -64,8 +64,7 @@ class SequenceEncoder:
     Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
     Players are known by registry id and venues by `venue_key` (`entity_key`), the same in every league;
     `names` gives each role's names to their keys, for a side listed by name (the one who played last);
-    `competitions` and `team_types` name what the model embeds of the match (None before the league step,
-    and `keyed_by` "name" for encoders saved before ids were read: both load and encode as they did).
+    `competitions` and `team_types` name what the model embeds of the match (None: neither).
     """
 
     batters: Vocab
@@ -86,7 +85,6 @@ class SequenceEncoder:
     history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     competitions: Vocab | None = None
     team_types: Vocab | None = None
-    keyed_by: str = "registry"
     names: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     # With `records` (RecordSettings as a dict), each ball reads its batter's, bowler's, venue's and
     # competition's records as of its match's date (`RecordBook.block`) in place of rates fitted on the
@@ -108,8 +106,7 @@ class SequenceEncoder:
 
     def key(self, d: pd.DataFrame, column: str) -> pd.Series:
         """Each delivery's `column` as this encoder's vocabularies and rates know it (`entity_key`)."""
-        keys = d[column].astype(str).to_numpy(dtype=object) if self.keyed_by == "name" else entity_key(d, column)
-        return pd.Series(keys, index=d.index, dtype=object)
+        return pd.Series(entity_key(d, column), index=d.index, dtype=object)
 
     def player_keys(self, role: str, names: list[str]) -> list[str]:
         """Players named by name only (a side as a simulated match lists it) as keys: the key of the player
@@ -234,9 +231,8 @@ class SequenceEncoder:
             return
         self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
         vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
-        opponent = "opponent_name" if self.keyed_by == "name" else "opponent"
         self.history_opponents = {
-            role: vocab[role].encode(pd.Series(store.tokens[opponent], dtype=object))
+            role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
             for role, store in self.histories.items()
         }
 
@@ -386,7 +382,6 @@ class SequenceEncoder:
             "first_innings": self.first_innings,
             "competitions": None if self.competitions is None else self.competitions.tokens,
             "team_types": None if self.team_types is None else self.team_types.tokens,
-            "keyed_by": self.keyed_by,
             "names": self.names,
             "records": self.records,
             "record_competitions": self.record_competitions,
@@ -409,7 +404,6 @@ class SequenceEncoder:
                 r["strength"],
                 np.asarray(r["prior"]),
                 pd.DataFrame(r["counts"], index=r["keys"], columns=range(len(r["prior"]))),
-                by_name=d.get("keyed_by", "name") == "name",
             )
         return cls(
             Vocab(d["batters"]),
@@ -425,7 +419,6 @@ class SequenceEncoder:
             d.get("first_innings", False),
             competitions=None if d.get("competitions") is None else Vocab(d["competitions"]),
             team_types=None if d.get("team_types") is None else Vocab(d["team_types"]),
-            keyed_by=d.get("keyed_by", "name"),
             names=d.get("names", {}),
             records=d.get("records"),
             record_competitions=d.get("record_competitions"),

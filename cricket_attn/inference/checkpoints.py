@@ -3,7 +3,7 @@ model written, with torch alone (no Lightning: a command that only scores starts
 
 A checkpoint holds plain Python and tensors: `hyper_parameters` (the model's settings under `model`),
 `state_dict` (the model's weights under `model.`), the fitted data encoder under `CricketDataModule`,
-and for an ensemble its other members as `ensemble_members`.
+for an ensemble its other members as `ensemble_members`, and its layout's version as `cricket_attn_format`.
 """
 
 from __future__ import annotations
@@ -16,17 +16,10 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
 
 PREFIX = "model."  # the weights' keys in a checkpoint: the LightningModule's `model`
-# Model options taken out on 2026-11-24, measured no better (docs/log/2026-11-24.md), that checkpoints saved
-# before still name: each at the value that had it do nothing (None: any value, a setting of an option that
-# was off). A checkpoint that used one is refused by name.
-TAKEN_OUT = {
-    "season_effect": "none",
-    "history_reader": "cross",
-    "n_seasons": None,
-    "numeric_frequencies": None,
-    "numeric_dim": None,
-    "numeric_sigma": None,
-}
+# The layout of a checkpoint this version writes and reads, under FORMAT_KEY: raise it when the model's
+# settings, the weights' names or the stored encoder change so that an older checkpoint would not load as
+# it was trained. An older one is refused in one line naming its format; there are no readers of old ones.
+FORMAT, FORMAT_KEY = 1, "cricket_attn_format"
 
 
 class CheckpointError(ValueError):
@@ -47,7 +40,18 @@ def read(path: str | Path) -> dict:
     model_cfg = ckpt.get("hyper_parameters", {}).get("model") if isinstance(ckpt, dict) else None
     if model_cfg is None or "state_dict" not in ckpt:
         raise CheckpointError(f"{path}: not a cricket_attn checkpoint (no model settings inside)")
+    check_format(ckpt, path)
     return ckpt
+
+
+def check_format(ckpt: dict, path: str | Path) -> None:
+    """A checkpoint of another layout than this version's (FORMAT) refused in one line that names it."""
+    if (version := ckpt.get(FORMAT_KEY)) != FORMAT:
+        written = "no format (written before 2026-11-27)" if version is None else f"format {version}"
+        raise CheckpointError(
+            f"{path}: a checkpoint of {written}; this version of cricket_attn reads format {FORMAT} only: "
+            "train the model again with this version"
+        )
 
 
 def check_fits(here: dict, state: object, cfg: ModelConfig) -> None:
@@ -71,19 +75,9 @@ def check_fits(here: dict, state: object, cfg: ModelConfig) -> None:
         )
 
 
-def model_settings(saved: dict) -> dict:
-    """A checkpoint's model settings as this version takes them: the options taken out, at the values that
-    had them do nothing, are dropped; one in use is a ConfigError naming it (the periodic numeric
-    embedding, taken out too, is refused by the model's own check of `numeric_embedding`)."""
-    used = {k: v for k, v in saved.items() if k in TAKEN_OUT and TAKEN_OUT[k] is not None and v != TAKEN_OUT[k]}
-    if used:
-        raise ConfigError(f"model setting(s) {used}: taken out, measured no better (docs/log/2026-11-24.md)")
-    return {k: v for k, v in saved.items() if k not in TAKEN_OUT}
-
-
 def model_from(ckpt: dict) -> CricketTransformer:
     """One member's model, in eval mode, from its settings and weights."""
-    model = CricketTransformer(ModelConfig.from_dict(model_settings(ckpt["hyper_parameters"]["model"])))
+    model = CricketTransformer(ModelConfig.from_dict(ckpt["hyper_parameters"]["model"]))
     state = {k.removeprefix(PREFIX): v for k, v in ckpt["state_dict"].items()}
     check_fits(model.state_dict(), state, model.cfg)
     model.load_state_dict(state)

@@ -103,10 +103,7 @@ class InningsSetup:
 
     def player_keys(self, encoder: SequenceEncoder, role: str, names: list[str]) -> list[str]:
         """Players listed by name as the encoder knows them: by this match's registry ids (two players can
-        share a name), else as the encoder's player of that name who played last; an encoder keyed by name
-        (saved before ids were read) by name."""
-        if encoder.keyed_by == "name":
-            return list(names)
+        share a name), else as the encoder's player of that name who played last."""
         return [self.ids.get(name) or key for name, key in zip(names, encoder.player_keys(role, names))]
 
     @classmethod

@@ -17,7 +17,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibratio
 
 from cricket_attn import progress
 from cricket_attn.data.sequences import IGNORE
-from cricket_attn.inference.checkpoints import CheckpointError, check_fits, model_settings, read
+from cricket_attn.inference.checkpoints import FORMAT, FORMAT_KEY, CheckpointError, check_fits, check_format, read
 from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
 
 log = logging.getLogger(__name__)
@@ -106,9 +106,13 @@ class BallOutcomeModule(pl.LightningModule):
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint[FORMAT_KEY] = FORMAT  # the layout's version, which a later version reads or refuses
+
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         if "hyper_parameters" not in checkpoint:
             raise CheckpointError("not a cricket_attn checkpoint (no model settings inside)")
+        check_format(checkpoint, "the checkpoint")
         check_fits(self.state_dict(), checkpoint.get("state_dict"), self.model.cfg)
 
 
@@ -123,8 +127,7 @@ def parameter_groups(module: torch.nn.Module, weight_decay: float) -> list[dict]
 
 
 def _module_from(ckpt: dict) -> BallOutcomeModule:
-    settings = dict(ckpt["hyper_parameters"])
-    module = BallOutcomeModule(**{**settings, "model": model_settings(settings["model"])})
+    module = BallOutcomeModule(**ckpt["hyper_parameters"])
     module.on_load_checkpoint(ckpt)
     module.load_state_dict(ckpt["state_dict"])
     return module.eval()

@@ -233,25 +233,6 @@ def test_a_player_named_like_the_old_unknown_token_is_a_player_of_his_own(phases
     assert old.encode(pd.Series(["<unk>", UNK, "S Dhawan"])).tolist() == [0, 0, 1]
 
 
-def test_an_encoder_saved_before_the_league_step_encodes_as_it_did(fixture_tables):
-    """An encoder saved by the code before players were keyed by registry id (f5cfe3c: fitted on the fixtures'
-    seasons to 2023, with its own encoding of the 2025-2026 balls saved beside it) loads as it was: by name,
-    no competition, and the same ids and numeric features, ball for ball."""
-    import json
-
-    from tests.conftest import FIXTURES
-
-    saved = json.loads((FIXTURES.parent / "encoder_f5cfe3c.json").read_text())
-    enc = SequenceEncoder.from_dict(saved["encoder"])
-    assert enc.keyed_by == "name" and enc.competitions is None and enc.model_dims()["n_competitions"] == 0
-    d = fixture_tables.deliveries
-    t = enc.encode(d[d["season"] >= 2025].reset_index(drop=True)).tensors
-    mask, expected = t["mask"], saved["expected"]
-    for column in ("batter", "bowler", "venue"):
-        assert t[column][mask].tolist() == expected[column], column
-    assert np.allclose(t["numeric"][mask].double().sum(0).numpy(), expected["numeric_sum"], rtol=1e-6, atol=1e-6)
-
-
 @pytest.fixture(scope="module")
 def records_encoder(deliveries, parts):
     """Fitted on the training seasons, reading records as of each match's date from every fixture match."""

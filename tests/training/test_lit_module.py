@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn.data.datamodule import CricketDataModule
-from cricket_attn.inference.checkpoints import CheckpointError, load_model, save_final
+from cricket_attn.inference.checkpoints import FORMAT, CheckpointError, load_model, save_final
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
 
@@ -112,6 +112,15 @@ def test_incompatible_checkpoints_get_a_clear_message(data_config, tmp_path):
         match=r"does not fit model settings d_model=16.*is \[\d+, 8\] in the checkpoint but \[\d+, 16\] here",
     ):
         BallOutcomeModule.load_from_checkpoint(path, model=dict(module.hparams.model, d_model=16), weights_only=True)
+    # A checkpoint of another layout (before the format was written, or a later one) is refused by its format.
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    assert saved["cricket_attn_format"] == FORMAT
+    for version, said in ((None, "no format \\(written before 2026-11-27\\)"), (FORMAT + 1, f"format {FORMAT + 1}")):
+        old = {k: v for k, v in saved.items() if k != "cricket_attn_format"}
+        torch.save(old if version is None else dict(old, cricket_attn_format=version), tmp_path / "old.ckpt")
+        for load in (load_checkpoint, load_model):
+            with pytest.raises(CheckpointError, match=rf"old.ckpt: a checkpoint of {said}; this version .* format"):
+                load(tmp_path / "old.ckpt")
     other = tmp_path / "other.ckpt"
     torch.save({"state_dict": {"w": torch.zeros(2)}}, other)
     with pytest.raises(CheckpointError, match="not a cricket_attn checkpoint"):
