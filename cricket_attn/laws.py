@@ -18,6 +18,15 @@ START_OF_INNINGS = N_OUTCOMES
 OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
 
 MAX_WICKETS = 10  # all out
+
+
+def innings_over(runs, wickets, legal_balls, balls, target):
+    """Whether an innings is over, by the Laws: all out, its legal balls bowled, or its target reached
+    (`target` infinite for an innings that chases nothing). Over numbers, NumPy arrays and tensors alike: the
+    one rule behind predict's next ball, the simulator's real innings and every simulated one."""
+    return (wickets >= MAX_WICKETS) | (legal_balls >= balls) | (runs >= target)
+
+
 # Legal balls an over may have: six by the Laws; four, five (The Hundred's sets) and eight have been
 # played too. Anything else in a match file is corrupt, not cricket.
 BALLS_PER_OVER = range(4, 9)

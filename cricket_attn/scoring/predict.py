@@ -35,7 +35,7 @@ from cricket_attn.inference.reading import (
 )
 from cricket_attn.inference.recent import since_training, with_offsets
 from cricket_attn.inference.serving import TrainedModel, load_trained
-from cricket_attn.laws import MAX_WICKETS, OUTCOME_RUNS, crease_after
+from cricket_attn.laws import OUTCOME_RUNS, crease_after, innings_over
 from cricket_attn.metrics import PROB_COLUMNS
 
 OUTPUT_COLUMNS = (
@@ -69,7 +69,7 @@ def next_ball_rows(tables: Ingested, phases: PhaseRules) -> pd.DataFrame:
     scored, fallen = runs.reindex(key).to_numpy(), wickets.reindex(key).to_numpy()
     legal_after = last["legal_ball_index"].to_numpy() + last["is_legal"].to_numpy(dtype=int)
     target = last["target_runs"].astype("Float64").fillna(np.inf).to_numpy(dtype=float)
-    open_ = (legal_after < innings_balls(last)) & (fallen < MAX_WICKETS) & (scored < target)
+    open_ = ~innings_over(scored, fallen, legal_after, innings_balls(last), target)
     striker, non_striker, new_over = (a[open_] for a in crease_after(last, incoming=UNK))
     last = last[open_]
 

@@ -8,6 +8,7 @@ chase. A tie counts half a win for the chasing side.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,7 +16,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.data.deliveries import opening_powerplay
-from cricket_attn.laws import MAX_WICKETS
+from cricket_attn.laws import MAX_WICKETS, innings_over
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.state import InningsSetup, InningsState, registry_ids, replay, squads
@@ -428,10 +429,8 @@ def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) 
     """The real innings is over: all out, out of balls or the target reached (or it has not begun)."""
     if innings.empty:
         return False
-    runs, wickets = innings["runs_total"].sum(), innings["wicket_count"].sum()
-    return bool(
-        wickets >= MAX_WICKETS or innings["is_legal"].sum() >= setup.balls or (target is not None and runs >= target)
-    )
+    runs, wickets, legal = innings["runs_total"].sum(), innings["wicket_count"].sum(), innings["is_legal"].sum()
+    return bool(innings_over(runs, wickets, legal, setup.balls, math.inf if target is None else target))
 
 
 def _projection_rows(

@@ -18,12 +18,12 @@ from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.data.features import RECENT, RECENT_COLUMNS, ball_counts, innings_balls, state_matrix
 from cricket_attn.data.sequences import UNK, SequenceEncoder
 from cricket_attn.laws import (
-    MAX_WICKETS,
     OUTCOME_INDEX,
     OUTCOMES,
     START_OF_INNINGS,
     bowler_wickets,
     dismissed,
+    innings_over,
     runs_ran,
     swaps_ends,
 )
@@ -406,9 +406,9 @@ class InningsState:
         self.batted[rows, non_striker] = True
 
     def finished(self) -> torch.Tensor:
-        """(N,) bool: all out, out of balls, or the target reached."""
-        chase_won = (self.target > 0) & (self.runs >= self.target)
-        return (self.wickets >= MAX_WICKETS) | (self.legal >= self.setup.balls) | chase_won
+        """(N,) bool: all out, out of balls, or the target reached (`laws.innings_over`; no target: 0)."""
+        target = torch.where(self.target > 0, self.target, torch.inf)
+        return innings_over(self.runs, self.wickets, self.legal, self.setup.balls, target)
 
     # --- copies ---
 
