@@ -40,12 +40,16 @@ main: $(STAMP)
 # its folder under LEAGUES: `make leagues` again continues a stopped stage where it stopped, in the same MLflow
 # run, and keeps a finished one (LEAGUES=<another folder> for a new run).
 LEAGUES ?= $(CURDIR)/outputs/leagues
+# Settings added to each stage, to try a schedule without editing this file, e.g. the short one being timed
+# (issue 52): make leagues POOLED='trainer.max_epochs=12 ensemble=1' FINETUNE='ensemble=1'.
+POOLED ?=
+FINETUNE ?=
 stage = if [ -f $(1)/mlflow_run.json ]; then $(VENV)/bin/cricket-attn-train resume=$(1); \
 	else $(VENV)/bin/cricket-attn-train $(2) hydra.run.dir=$(1); fi
 leagues: $(STAMP)
-	$(call stage,$(LEAGUES)/pooled,data=t20 callbacks=ema)
+	$(call stage,$(LEAGUES)/pooled,data=t20 callbacks=ema $(POOLED))
 	$(call stage,$(LEAGUES)/ipl,data=t20 init_from=$(LEAGUES)/pooled optim.lr=3e-4 \
-		'data.train_competitions=[Indian Premier League]')
+		'data.train_competitions=[Indian Premier League]' $(FINETUNE))
 	$(VENV)/bin/cricket-attn-baselines data=t20
 
 # Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.
