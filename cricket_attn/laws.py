@@ -59,6 +59,13 @@ def runs_ran(d: pd.DataFrame) -> np.ndarray:
     return bat + byes + wides
 
 
+def over_complete(legal_in_over, balls_per_over):
+    """The over has had its legal balls (six by the Laws; five in The Hundred's sets), so the batters change
+    ends before the next ball: over numbers, NumPy arrays and tensors alike (the record's replay and the
+    simulator's rollouts read this one rule)."""
+    return legal_in_over >= balls_per_over
+
+
 def swaps_ends(ran):
     """An odd number of runs run puts each batter at the other end (numpy arrays or torch tensors)."""
     return ran % 2 == 1
@@ -88,7 +95,7 @@ def crease_after(d: pd.DataFrame, incoming: str) -> tuple[np.ndarray, np.ndarray
     striker = np.where(striker_out, incoming, d["batter"].astype(str).to_numpy(dtype=object))
     other = np.where(other_out, incoming, d["non_striker"].astype(str).to_numpy(dtype=object))
     legal_in_over = d["ball_in_over"].to_numpy() - 1 + d["is_legal"].to_numpy(dtype=int)
-    end_of_over = legal_in_over >= d["balls_per_over"].to_numpy()
+    end_of_over = over_complete(legal_in_over, d["balls_per_over"].to_numpy())
     swap = swaps_ends(runs_ran(d)) ^ end_of_over
     return np.where(swap, other, striker), np.where(swap, striker, other), end_of_over
 

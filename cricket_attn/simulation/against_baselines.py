@@ -89,7 +89,11 @@ TOTAL_FEATURES = (
 
 
 class Baselines:
-    """The match-level baselines, fitted on the training seasons' over starts."""
+    """The match-level baselines, fitted on the training seasons' over starts: what the simulator must beat.
+    Its win probability is a logistic regression on the chase's state at each over start, the yardstick the
+    simulator's chase Brier has been reported against since the first evaluation; the other win-probability
+    model of the package, `valuation.win.WinModel`, has another job (a chance before every ball of a season,
+    for win probability added) and is trees on the state before each ball."""
 
     def __init__(self, train: pd.DataFrame, seed: int = 0):
         chases = train[train["chase"] & train["won"].isin([0.0, 1.0])]

@@ -24,6 +24,7 @@ from cricket_attn.laws import (
     bowler_wickets,
     dismissed,
     innings_over,
+    over_complete,
     runs_ran,
     swaps_ends,
 )
@@ -376,8 +377,8 @@ class InningsState:
         return torch.where(waiting.any(1), first, waiting.size(1) - 1)
 
     def over_complete(self) -> torch.Tensor:
-        """(N,) bool: the over has had its legal balls."""
-        return self.legal_in_over >= self.setup.balls_per_over
+        """(N,) bool: the over has had its legal balls (`laws.over_complete`)."""
+        return over_complete(self.legal_in_over, self.setup.balls_per_over)
 
     def end_over(self, which: torch.Tensor | None = None) -> None:
         """The over is done for the simulations `which` (default all): the batters change ends."""

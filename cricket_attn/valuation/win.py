@@ -1,13 +1,15 @@
 """Win probability before every ball, and what each ball added to it.
 
 A win-probability model of the match state alone (`WinModel`: gradient-boosted trees on the score, the
-wickets, the balls left and, in a chase, the runs needed; fitted on every ball of the model's training
-seasons against what came of the match), fast enough to read every ball of a season; checked against the
-simulator on the same states (README). Each ball adds to the batting side's chance the difference between
-the chance before the next ball (the chasing side's, turned round, after the first innings' last ball)
-and the chance before it; after the match's last ball the chance is the result (1, 0, or 0.5 for a tie).
-So over a match the balls, counted for the side batting first (a chase's with their sign turned), add up
-to the result minus the chance before the first ball.
+wickets, the balls left and, in a chase, the runs needed; fitted on every ball of the model's training seasons
+against what came of the match), fast enough to read every ball of a season; checked against the simulator on
+the same states (README). It is not the simulator's baseline (`simulation.against_baselines`, a logistic
+regression at over starts, kept as the yardstick the simulator is reported against): this one must read every
+ball of a season in seconds and be as good as a state-only model can. Each ball adds to the batting side's
+chance the difference between the chance before the next ball (the chasing side's, turned round, after the
+first innings' last ball) and the chance before it; after the match's last ball the chance is the result (1,
+0, or 0.5 for a tie). So over a match the balls, counted for the side batting first (a chase's with their sign
+turned), add up to the result minus the chance before the first ball.
 The batter is credited with what a ball added, the bowler with its opposite: on every delivery the
 bowler, on the balls he faced the batter (a wide is not his, as for runs); byes, leg-byes and run-outs move
 the chance too and go to the bowler and the batter on strike like any ball.
