@@ -37,7 +37,7 @@ from cricket_attn.data.sequences import QUANTILE_STEPS
 from cricket_attn.data.sources import SourceError, configured_sources
 from cricket_attn.data.splits import SeasonSplit, season_range
 from cricket_attn.inference.attention import log_attention
-from cricket_attn.inference.checkpoints import load_model, save_final
+from cricket_attn.inference.checkpoints import CheckpointError, check_format, load_model, save_final
 from cricket_attn.inference.probabilities import REACH, score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
@@ -193,8 +193,13 @@ def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
         raise ConfigError(f"init_from={cfg.init_from}: that run has no {what} to start from")
     if not Path(path).is_file():
         raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is missing")
-    if damage := unreadable(Path(path)):
+    ckpt, damage = loaded(Path(path))
+    if damage:
         raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is damaged ({damage})")
+    try:
+        check_format(ckpt, path)  # one of another version's layout: refused here, not after the data
+    except CheckpointError as err:
+        raise ConfigError(f"init_from={cfg.init_from}: {err}") from None
     # Its data settings, in its run file: another encoder is refused before any data is read (the encoder
     # itself is compared again when the weights load).
     ours = encoder_settings(OmegaConf.to_container(cfg.data, resolve=True))
@@ -206,7 +211,7 @@ def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
             )
     # Its model's settings, in the checkpoint: a shape of its own is refused before any data is read (what
     # the data sizes, vocabularies and rates, is compared when the weights load; dropout may differ).
-    theirs = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {}).get("model", {})
+    theirs = ckpt.get("hyper_parameters", {}).get("model", {})
     ours = OmegaConf.to_container(cfg.model, resolve=True)
     shaped = [k for k, v in ours.items() if k not in UNSHAPED and v is not None and k in theirs]
     for key in sorted(k for k in shaped if list_or_value(theirs[k]) != list_or_value(ours[k])):
@@ -233,14 +238,18 @@ def load_start(module: BallOutcomeModule, dm: CricketDataModule, path: str) -> N
     log.info("init_from: starting from %s", path)
 
 
-def unreadable(path: Path) -> str | None:
-    """Why `path` cannot be resumed from (a kill while it was written truncates it), or None if it can."""
+def loaded(path: Path) -> tuple[dict | None, str | None]:
+    """The checkpoint at `path` read once, or why it cannot be (a kill while it was written truncates it)."""
     try:
-        torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True), None
     except Exception as err:  # torch says a truncated file in several ways: each is a damaged checkpoint
         said = str(err).strip().splitlines()[0].split(". ")[0] if str(err).strip() else "unreadable"
-        return f"{type(err).__name__}: {said}"
-    return None
+        return None, f"{type(err).__name__}: {said}"
+
+
+def unreadable(path: Path) -> str | None:
+    """Why `path` cannot be resumed from, or None if it can."""
+    return loaded(path)[1]
 
 
 def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
