@@ -26,7 +26,7 @@ from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import Ensemble
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.setup import InningsSetup
 from cricket_attn.tracking import latest_transformer_run
 
 

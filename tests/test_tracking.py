@@ -27,6 +27,7 @@ from cricket_attn.tracking import (
     start_run,
     system_metrics,
 )
+from cricket_attn.training.restart import resume_config
 from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, tiny_train_config
 
@@ -280,28 +281,26 @@ def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
     (tmp_path / "saved" / ".hydra").mkdir(parents=True)
     OmegaConf.save(saved, tmp_path / "saved" / ".hydra" / "config.yaml")
     resumed = OmegaConf.create({"resume": str(tmp_path / "saved")})
-    assert train_module.resume_config(resumed, ["refit=true"]).refit is True
+    assert resume_config(resumed, ["refit=true"]).refit is True
     with pytest.raises(ConfigError, match="refit cannot change"):  # once refitted, a run stays so
         OmegaConf.save(OmegaConf.merge(saved, {"refit": True}), tmp_path / "saved" / ".hydra" / "config.yaml")
-        train_module.resume_config(resumed, ["refit=false"])
+        resume_config(resumed, ["refit=false"])
 
 
 def test_a_resume_may_choose_other_callbacks_as_usage_says(tmp_path):
     """`resume=<run> callbacks=ema` answered "callbacks='ema': must be a mapping": a config group given on a
     resume's command line is the group as composed, as it would be for a new run; the run's other settings
     stay its own."""
-    import cricket_attn.training.train as train_module
-
     run_cfg = tiny_train_config(tmp_path, "trainer.max_epochs=3")
     (tmp_path / "saved" / ".hydra").mkdir(parents=True)
     OmegaConf.save(run_cfg, tmp_path / "saved" / ".hydra" / "config.yaml")
     given = tiny_train_config(tmp_path, "callbacks=ema", f"resume={tmp_path / 'saved'}")
-    merged = train_module.resume_config(given, ["callbacks=ema", "trainer.max_epochs=5", f"resume={tmp_path}"])
+    merged = resume_config(given, ["callbacks=ema", "trainer.max_epochs=5", f"resume={tmp_path}"])
     assert merged.callbacks == given.callbacks and merged.callbacks != run_cfg.callbacks
     assert "ema" in OmegaConf.to_yaml(merged.callbacks).lower()
     assert merged.trainer.max_epochs == 5 and merged.model == run_cfg.model
     with pytest.raises(ConfigError, match="model cannot change"):
-        train_module.resume_config(given, ["model=transformer"])
+        resume_config(given, ["model=transformer"])
 
 
 def test_a_registered_selection_model_survives_its_runs_refit(tmp_path):

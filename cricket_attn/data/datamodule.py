@@ -9,8 +9,9 @@ import pytorch_lightning as pl
 import torch
 
 from cricket_attn.config import project_path
+from cricket_attn.data.batches import BallSequences, BucketBatchSampler
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
-from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.data.sources import EMBEDDED, configured_sources
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.data.teacher import cached_teacher

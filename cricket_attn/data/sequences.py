@@ -1,4 +1,4 @@
-"""Deliveries to ball sequences: the encoder fitted on training seasons, and padded tensors.
+"""Deliveries to ball sequences: the encoder fitted on training seasons (the tensors are `batches.py`'s).
 
 A sequence is one innings (a super over is left out: its own tiny game).
 Position t carries what is known before ball t: the previous ball's outcome, batter, bowler, venue,
@@ -8,13 +8,12 @@ the match state and the positional parts; its label is ball t's outcome.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import torch
 
+from cricket_attn.data.batches import BallSequences
 from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, entity_key, match_state
 from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
 from cricket_attn.data.records import BLOCK_WIDTHS, RecordBook, RecordSettings
@@ -28,7 +27,6 @@ QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0
 # role's vocabulary, phase, and how long before the match it was, as floor(log2(days)) up to 15.
 HISTORY_FIELDS = ("outcome", "opponent", "phase", "age")
 HISTORY_AGE_BUCKETS = 16
-IGNORE = -100  # label of padding positions (cross-entropy's ignore_index)
 
 
 @dataclass
@@ -446,104 +444,3 @@ def latest_keys(d: pd.DataFrame, role: str) -> dict[str, str]:
     named = pd.DataFrame({"name": d[role].astype(str).to_numpy(dtype=object), "key": entity_key(d, role)})
     named = named.drop_duplicates("name", keep="last")  # the table is in date order
     return dict(zip(named["name"], named["key"].astype(str)))
-
-
-class BallSequences(torch.utils.data.Dataset):
-    """Sequences padded on the right into fixed tensors; a batch is trimmed to its longest member."""
-
-    def __init__(self, tensors: dict[str, torch.Tensor], lengths: torch.Tensor, per_sequence: tuple[str, ...] = ()):
-        self.tensors, self.lengths = tensors, lengths
-        self.per_sequence = per_sequence  # tensors with one entry per sequence, not per ball
-
-    @classmethod
-    def from_flat(
-        cls,
-        per_ball: dict[str, np.ndarray],
-        numeric: np.ndarray,
-        seq_id: np.ndarray,
-        per_sequence: dict[str, np.ndarray] | None = None,
-    ) -> BallSequences:
-        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
-        lengths = np.bincount(seq_id, minlength=n_seq)
-        # Rows of a sequence are contiguous and in order: position = rank within the sequence.
-        starts = np.r_[0, np.cumsum(lengths)[:-1]]
-        pos = np.arange(len(seq_id)) - starts[seq_id]
-        T = int(lengths.max()) if n_seq else 0
-        tensors = {}
-        for name, values in per_ball.items():
-            fill = IGNORE if name == "outcome" else (-1 if name == "row" else 0)
-            padded = np.full((n_seq, T), fill, dtype=np.int64)
-            padded[seq_id, pos] = values
-            tensors[name] = torch.from_numpy(padded)
-        padded = np.zeros((n_seq, T, numeric.shape[1]), dtype=np.float32)
-        padded[seq_id, pos] = numeric
-        tensors["numeric"] = torch.from_numpy(padded)
-        mask = np.zeros((n_seq, T), dtype=bool)
-        mask[seq_id, pos] = True
-        tensors["mask"] = torch.from_numpy(mask)
-        per_sequence = per_sequence or {}
-        tensors.update({name: torch.from_numpy(values) for name, values in per_sequence.items()})
-        return cls(tensors, torch.from_numpy(lengths), tuple(per_sequence))
-
-    def subset(self, keep: torch.Tensor) -> BallSequences:
-        """The sequences where `keep` (a boolean per sequence) holds."""
-        return BallSequences({k: t[keep] for k, t in self.tensors.items()}, self.lengths[keep], self.per_sequence)
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __getitem__(self, i: int) -> int:
-        return i  # batches are gathered in `collate`, one indexing per field rather than per sequence
-
-    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
-        idx = torch.as_tensor(indices)
-        T = int(self.lengths[idx].max())
-        return {name: t[idx] if name in self.per_sequence else t[idx, :T] for name, t in self.tensors.items()}
-
-
-class BucketBatchSampler(torch.utils.data.Sampler):
-    """Batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches.
-
-    Under data-parallel training each of `world_size` processes takes every world_size-th batch
-    (the same number each, so no process waits on another at the end of an epoch).
-
-    Epoch e's order comes from seed + e: the epochs are counted from 0 by the sampler itself, or given by
-    `epoch_now` (the trainer's current epoch), so that a run resumed at epoch e draws epoch e's order and
-    not the first epoch's again.
-    """
-
-    def __init__(
-        self,
-        lengths: torch.Tensor,
-        batch_size: int,
-        shuffle: bool,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-        epoch_now: Callable[[], int] | None = None,
-    ):
-        self.lengths, self.batch_size, self.shuffle, self.seed = lengths, batch_size, shuffle, seed
-        self.rank, self.world_size = rank, world_size
-        self.epoch, self.epoch_now = 0, epoch_now
-
-    def __iter__(self):
-        if self.epoch_now is not None:
-            self.epoch = self.epoch_now()
-        g = torch.Generator().manual_seed(self.seed + self.epoch)
-        self.epoch += 1
-        order = torch.randperm(len(self.lengths), generator=g) if self.shuffle else torch.arange(len(self.lengths))
-        chunk = self.batch_size * 50
-        batches = []
-        for start in range(0, len(order), chunk):
-            part = order[start : start + chunk]
-            part = part[torch.argsort(self.lengths[part], descending=True, stable=True)]
-            batches += [part[i : i + self.batch_size].tolist() for i in range(0, len(part), self.batch_size)]
-        if self.shuffle:
-            batches = [batches[i] for i in torch.randperm(len(batches), generator=g)]
-        if self.world_size > 1:
-            batches = batches[self.rank : len(self) * self.world_size : self.world_size]
-        return iter(batches)
-
-    def __len__(self) -> int:
-        n = (len(self.lengths) + self.batch_size - 1) // self.batch_size
-        return n // self.world_size if self.world_size > 1 else n

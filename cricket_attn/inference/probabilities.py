@@ -11,8 +11,9 @@ import pandas as pd
 import torch
 
 from cricket_attn import progress
+from cricket_attn.data.batches import BallSequences, BucketBatchSampler
 from cricket_attn.data.features import innings_extent
-from cricket_attn.data.sequences import BallSequences, BucketBatchSampler, SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.laws import OUTCOME_RUNS
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.model import CricketTransformer, Ensemble, ModelConfig

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from cricket_attn import progress
 from cricket_attn.inference.attention import (
-    draw_match,
     head_report,
     history_report,
     history_table,
     one_model,
     report_table,
 )
+from cricket_attn.inference.attention_pictures import draw_match
 
 
 def parse_ball(text: str) -> tuple[int, int]:

@@ -21,7 +21,8 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup, InningsState
+from cricket_attn.simulation.setup import InningsSetup
+from cricket_attn.simulation.state import InningsState
 
 MEASURES = ("runs", "wickets", "fours", "sixes")
 

@@ -21,7 +21,8 @@ from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage
 from cricket_attn.simulation.scorebook import Scorebook
-from cricket_attn.simulation.state import InningsSetup, InningsState, slot_histories
+from cricket_attn.simulation.setup import InningsSetup
+from cricket_attn.simulation.state import InningsState, slot_histories
 
 # The innings-level spread the commands use (`Simulator.spread`), chosen on 2024 with the protocol a season
 # back (docs/log/2026-11-23.md).

@@ -32,13 +32,12 @@ from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PROJECTION_COLUMNS,
     MatchContext,
-    next_batter_choices,
-    next_over_bowler_choices,
     project_match,
 )
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
+from cricket_attn.simulation.what_if import next_batter_choices, next_over_bowler_choices
 
 
 @dataclass

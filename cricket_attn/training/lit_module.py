@@ -16,7 +16,7 @@ from pytorch_lightning.callbacks import TQDMProgressBar
 from torchmetrics.classification import MulticlassAccuracy, MulticlassCalibrationError
 
 from cricket_attn import progress
-from cricket_attn.data.sequences import IGNORE
+from cricket_attn.data.batches import IGNORE
 from cricket_attn.inference.checkpoints import FORMAT, FORMAT_KEY, CheckpointError, check_fits, check_format, read
 from cricket_attn.model import ConfigError, CricketTransformer, ModelConfig
 

@@ -14,7 +14,6 @@ and ends, and each epoch gets a line (or, on a terminal, a bar): `progress` in c
 
 from __future__ import annotations
 
-import glob
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -22,42 +21,27 @@ from datetime import datetime
 from pathlib import Path
 
 import hydra
-import pandas as pd
 import pytorch_lightning as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from cricket_attn import progress, settings, tracking
-from cricket_attn.config import CONF_DIR, project_path
+from cricket_attn import progress, tracking
+from cricket_attn.config import CONF_DIR
 from cricket_attn.data.datamodule import CricketDataModule, encoder_settings
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.features import innings_extent
-from cricket_attn.data.sequences import QUANTILE_STEPS
-from cricket_attn.data.sources import SourceError, configured_sources
-from cricket_attn.data.splits import SeasonSplit, season_range
-from cricket_attn.inference.attention import log_attention
-from cricket_attn.inference.checkpoints import CheckpointError, check_format, load_model, save_final
-from cricket_attn.inference.probabilities import REACH, score_deliveries
+from cricket_attn.data.splits import season_range
+from cricket_attn.inference.attention_pictures import log_attention
+from cricket_attn.inference.checkpoints import load_model, save_final
+from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
-from cricket_attn.model import ConfigError, CricketTransformer, Ensemble, ModelConfig
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
+from cricket_attn.training.preflight import check_data_fits_model, preflight
+from cricket_attn.training.restart import finished_as, load_start, resume_config, resume_from, start_from
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
 logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(lambda r: "litlogger" not in r.getMessage())
-
-
-def check_data_fits_model(d: pd.DataFrame, model: dict) -> None:
-    """Fail at start-up, naming the setting, if the deliveries `d` reach further than the model's tables
-    (`REACH`: deliveries, legal balls and overs in an innings, balls in an over; super overs left out)."""
-    extent = innings_extent(d).max()
-    for setting, column, what in REACH:
-        if extent[column] > model[setting]:
-            needed = int(extent[column])
-            raise ConfigError(
-                f"model.{setting}={model[setting]}: must be at least {needed} (the data has {needed} {what})"
-            )
 
 
 @dataclass
@@ -167,117 +151,6 @@ def fit_stage(
     trainer = hydra.utils.instantiate(cfg.trainer, **kwargs)
     trainer.fit(module, dm, ckpt_path=ckpt_path)
     return module
-
-
-# Model settings that change no weight's shape: a run may start from a model that had others.
-UNSHAPED = ("dropout", "entity_dropout", "context")
-
-
-def list_or_value(value):
-    return list(value) if isinstance(value, (list, tuple)) else value
-
-
-def start_from(cfg: DictConfig, member: int | None = None) -> str | None:
-    """With `init_from`, the checkpoint a stage starts from: the earlier run's selected model (member
-    None) or its refit member `member` (counted from 0, around again if it has fewer); None without."""
-    if not cfg.get("init_from"):
-        return None
-    try:
-        state = tracking.read_run_file(cfg.init_from)
-    except (FileNotFoundError, tracking.ResumeError) as err:
-        raise ConfigError(f"init_from={cfg.init_from}: {str(err).split(': ', 1)[-1]}") from None
-    members = state.get("refit_members") or [None]
-    path = state.get("selection_checkpoint") if member is None else members[member % len(members)]
-    if not path:
-        what = "selected model (its selection stage never finished)" if member is None else "refit member"
-        raise ConfigError(f"init_from={cfg.init_from}: that run has no {what} to start from")
-    if not Path(path).is_file():
-        raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is missing")
-    ckpt, damage = loaded(Path(path))
-    if damage:
-        raise ConfigError(f"init_from={cfg.init_from}: its checkpoint {path} is damaged ({damage})")
-    try:
-        check_format(ckpt, path)  # one of another version's layout: refused here, not after the data
-    except CheckpointError as err:
-        raise ConfigError(f"init_from={cfg.init_from}: {err}") from None
-    # Its data settings, in its run file: another encoder is refused before any data is read (the encoder
-    # itself is compared again when the weights load).
-    ours = encoder_settings(OmegaConf.to_container(cfg.data, resolve=True))
-    for key, value in (state.get("data") or {}).items():
-        if value != ours[key]:
-            raise ConfigError(
-                f"init_from={cfg.init_from}: that run has data.{key}={value}, this one {ours[key]}; a run "
-                "starts only from one whose encoder was fitted from the same data settings"
-            )
-    # Its model's settings, in the checkpoint: a shape of its own is refused before any data is read (what
-    # the data sizes, vocabularies and rates, is compared when the weights load; dropout may differ).
-    theirs = ckpt.get("hyper_parameters", {}).get("model", {})
-    ours = OmegaConf.to_container(cfg.model, resolve=True)
-    shaped = [k for k, v in ours.items() if k not in UNSHAPED and v is not None and k in theirs]
-    for key in sorted(k for k in shaped if list_or_value(theirs[k]) != list_or_value(ours[k])):
-        raise ConfigError(
-            f"init_from={cfg.init_from}: that run's model has model.{key}={theirs[key]}, this one {ours[key]}; "
-            "a run starts only from a model of its own shape"
-        )
-    return path
-
-
-def load_start(module: BallOutcomeModule, dm: CricketDataModule, path: str) -> None:
-    """Give `module` the weights of the checkpoint `path`, which must have been fitted with the same
-    encoder (vocabularies, rates and scaling): the same data, split and data settings."""
-    source, ckpt = load_checkpoint(path)
-    if ckpt.get("CricketDataModule") != dm.state_dict():
-        raise ConfigError(
-            f"init_from: {path} was fitted with another encoder; its run must have the same data.sources, "
-            "data.split and the data settings that shape the features (min_count, rate_strength, history_balls, ...)"
-        )
-    try:
-        module.model.load_state_dict(source.model.state_dict())
-    except RuntimeError as err:
-        raise ConfigError(f"init_from: {path} has another model shape ({str(err).splitlines()[-1].strip()})") from None
-    log.info("init_from: starting from %s", path)
-
-
-def loaded(path: Path) -> tuple[dict | None, str | None]:
-    """The checkpoint at `path` read once, or why it cannot be (a kill while it was written truncates it)."""
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True), None
-    except Exception as err:  # torch says a truncated file in several ways: each is a damaged checkpoint
-        said = str(err).strip().splitlines()[0].split(". ")[0] if str(err).strip() else "unreadable"
-        return None, f"{type(err).__name__}: {said}"
-
-
-def unreadable(path: Path) -> str | None:
-    """Why `path` cannot be resumed from, or None if it can."""
-    return loaded(path)[1]
-
-
-def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
-    """The checkpoint a resumed stage continues from: the `last.ckpt` of its checkpoint callback (None if
-    there is none yet); if that is damaged, the callback's newest other checkpoint (a best epoch), with the
-    damaged file moved aside to `last.ckpt.damaged`; if there is none, a ResumeError saying so."""
-    folder = Path(saver.dirpath)
-    last = folder / f"{saver.CHECKPOINT_NAME_LAST}{saver.FILE_EXTENSION}"
-    if not last.is_file():
-        return None
-    damage = unreadable(last)
-    if damage is None:
-        return str(last)
-    prefix = glob.escape((saver.filename or "").split("{")[0])  # best-{epoch:02d}: best-*.ckpt, not calibrated.ckpt
-    earlier = [p for p in folder.glob(f"{prefix}*{saver.FILE_EXTENSION}") if p != last]
-    for path in sorted(earlier, key=lambda p: p.stat().st_mtime, reverse=True):
-        if unreadable(path) is None:
-            log.warning("resume: %s is damaged (%s); continuing from the earlier %s", last, damage, path.name)
-            last.replace(last.with_name(last.name + ".damaged"))  # Lightning writes a new last.ckpt
-            return str(path)
-    raise tracking.ResumeError(
-        f"{last} is damaged ({damage}) and the run has no earlier checkpoint: start a new run, or restore the file"
-    )
-
-
-def finished_as(cfg: DictConfig) -> dict:
-    """What a finished run was finished with, of the settings a resume may change that would train it further."""
-    return {"max_epochs": cfg.trainer.get("max_epochs"), "refit": bool(cfg.refit), "ensemble": int(cfg.ensemble)}
 
 
 def run_protocol(cfg: DictConfig, run: Run) -> dict:
@@ -488,71 +361,6 @@ def report(
             log_model(run.run_id, results["checkpoint"], example, example_scored, cfg.mlflow.registered_model_name)
 
 
-def preflight(cfg: DictConfig) -> None:
-    """Every setting that can be checked before any work: a mistake costs seconds, names the setting
-    and leaves no MLflow run behind. First what the config alone decides (the settings' types and ranges
-    in cricket_attn.settings, the model's rules, the split's order), reading nothing; then the tracking
-    store; then the data, read (from its cache) to check each split has deliveries and fits the model's
-    tables. A resumed run gets the first part only (its command line may change some settings); its store
-    and data were checked when it started."""
-    try:
-        settings.check(cfg, settings.TRAIN)
-    except settings.SettingError as err:
-        raise ConfigError(str(err)) from None
-    if cfg.ensemble > 1 and not cfg.refit:
-        log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
-    # The model's own checks, with stand-ins for the sizes the data gives it.
-    stand_in = {
-        "n_numeric": 1,
-        "n_batters": 1,
-        "n_bowlers": 1,
-        "n_venues": 1,
-        "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)],
-    }
-    model = OmegaConf.to_container(cfg.model, resolve=True)
-    ModelConfig.from_dict({**stand_in, **model})
-    try:  # their messages start with the setting's name within data: `split: ...`, `phases: ...`
-        split = SeasonSplit.from_config(OmegaConf.to_container(cfg.data.split, resolve=True))
-        phases = PhaseRules.from_config(OmegaConf.to_container(cfg.data.phases, resolve=True))
-    except ValueError as err:
-        raise ConfigError(f"data.{err}") from None
-    if cfg.resume:
-        return
-    start_from(cfg)  # an earlier run to start from, with a selected model, before any data is read
-    if cfg.refit:
-        start_from(cfg, 0)  # and, for the refit, its refit members (a selection-only run has none)
-    if cfg.get("logger"):
-        tracking.check_tracking_uri(cfg.logger.tracking_uri)  # an unreachable store fails first, in seconds
-    try:
-        tables = load_tables(configured_sources(cfg.data.sources), phases, project_path(cfg.data.data_dir))
-    except SourceError as err:
-        raise ConfigError(f"data.sources: {err}") from None
-    if tables.deliveries.empty:
-        found = (
-            f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
-            if tables.skipped
-            else "no match file with deliveries"
-        )
-        raise ConfigError(f"data.sources: nothing to train on in {', '.join(tables.sources)}: {found}")
-    parts = split.split(tables.deliveries)
-    for name, key in (("train", "train_until"), ("validation", "validation"), ("test", "test")):
-        if parts[name].empty:
-            have = season_range(tables.deliveries)
-            raise ConfigError(
-                f"data.split.{key}={OmegaConf.to_container(cfg.data.split)[key]}: no deliveries in the "
-                f"{name} seasons (the data has seasons {have})"
-            )
-    for name in cfg.data.get("train_competitions") or []:
-        for part, seasons in (("train", "training"), ("validation", "validation")):
-            if not (parts[part]["competition"] == name).any():
-                known = ", ".join(parts[part]["competition"].astype(str).value_counts().index[:5])
-                raise ConfigError(
-                    f"data.train_competitions: {name!r} has no deliveries in the {seasons} seasons "
-                    f"(the most frequent there: {known})"
-                )
-    check_data_fits_model(tables.deliveries, model)
-
-
 def train(cfg: DictConfig) -> dict:
     """Fit, optionally refit, test, log. Returns the results; the MLflow run ends as `tracking.ending` says."""
     preflight(cfg)
@@ -566,52 +374,6 @@ def train(cfg: DictConfig) -> dict:
     link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
     print(f"MLflow run: {link} (after `make dashboard`)")
     return results
-
-
-# What a resumed run may not change: they fix the model's shape, the data and its split, and what the
-# protocol chose from them. Anything else (trainer.max_epochs, progress, the tracking of the model) may, and
-# a run of the selection stage alone (refit=false) may be continued to its refit with refit=true (and any
-# refit_from, refit_epochs).
-FIXED_ON_RESUME = ("model.", "data.", "optim.", "seed", "refit", "calibrate", "paths.", "init_from")
-REFIT_SETTINGS = ("refit", "refit_from", "refit_epochs")  # a selection-only run's resume may set them
-
-
-def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The config of the run in `cfg.resume` (its `.hydra/config.yaml`) with `overrides`, the settings
-    given on this command line, applied; one that cannot change mid-run is a ConfigError naming it."""
-    folder = Path(cfg.resume).resolve()
-    saved = folder / ".hydra" / "config.yaml"
-    if not saved.is_file():
-        raise ConfigError(
-            f"resume={cfg.resume}: no .hydra/config.yaml there; give the output folder of an earlier "
-            "cricket-attn-train run"
-        )
-    run_cfg = OmegaConf.load(saved)
-    given = [o for o in overrides if not o.lstrip("+~").startswith(("resume=", "hydra."))]
-    for override in given:
-        key = override.lstrip("+~").split("=", 1)[0]
-        if key in REFIT_SETTINGS and not run_cfg.get("refit"):
-            continue  # a run of the selection stage alone, continued to its refit (it chose what the refit needs)
-        if key.startswith(FIXED_ON_RESUME) or key in (k.rstrip(".") for k in FIXED_ON_RESUME):
-            raise ConfigError(
-                f"resume: {key} cannot change in a resumed run (it fixes the model, the data, the "
-                f"split or what was chosen from them); the run has {key}="
-                f"{OmegaConf.select(run_cfg, key, default='(not set)')}"
-            )
-    # A config group chosen on this command line (`callbacks=ema`, `trainer=gpu`) is taken as this command
-    # composed it, not as the text of its name.
-    groups = {
-        key
-        for key in (o.lstrip("+~").split("=", 1)[0] for o in given)
-        if "." not in key and isinstance(OmegaConf.select(cfg, key, default=None), DictConfig)
-    }
-    plain = [o for o in given if o.lstrip("+~").split("=", 1)[0] not in groups]
-    merged = OmegaConf.merge(run_cfg, OmegaConf.from_dotlist(plain))
-    with open_dict(merged):
-        for key in groups:
-            merged[key] = cfg[key]
-        merged.resume = str(folder)
-    return merged
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")

@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from cricket_attn.data.batches import BallSequences
 from cricket_attn.data.features import STATE_COLUMNS, ball_counts
-from cricket_attn.data.sequences import BallSequences, SequenceEncoder
+from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.probabilities import sequence_probabilities
 from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOMES, bowler_wickets, dismissed, outcome_codes

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.data.batches import IGNORE, BucketBatchSampler
 from cricket_attn.data.features import entity_key, match_state
-from cricket_attn.data.sequences import IGNORE, QUANTILE_STEPS, UNK, BucketBatchSampler, SequenceEncoder, Vocab
+from cricket_attn.data.sequences import QUANTILE_STEPS, UNK, SequenceEncoder, Vocab
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 from cricket_attn.model import CricketTransformer, ModelConfig

@@ -14,7 +14,7 @@ from cricket_attn.inference.recent import balls_since
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.simulation.match import innings_points, simulate_points
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.setup import InningsSetup
 
 
 def test_a_players_form_is_his_earlier_matches_less_the_league(fixture_simulator, deliveries):

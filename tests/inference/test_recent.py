@@ -24,7 +24,7 @@ from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.scoring import predict
 from cricket_attn.simulation import simulate, simulate_eval
 from cricket_attn.simulation.match import innings_points, simulate_points
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.setup import InningsSetup
 
 
 def scored_by_marginal(deliveries: pd.DataFrame, shift: np.ndarray) -> pd.DataFrame:

@@ -14,12 +14,12 @@ from cricket_attn.inference.attention import (
     AGE_BANDS,
     CATEGORIES,
     category_masks,
-    draw_match,
     head_report,
     history_report,
     innings_attention,
     report_table,
 )
+from cricket_attn.inference.attention_pictures import draw_match
 from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.scoring.attention import main, parse_ball
 from tests.conftest import FIXTURES

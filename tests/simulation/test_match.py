@@ -14,13 +14,13 @@ from cricket_attn.simulation.match import (
     StateError,
     chase_setup,
     innings_points,
-    next_batter_choices,
     over_starts,
     project_match,
-    with_next_batter,
 )
 from cricket_attn.simulation.rollout import Simulator
-from cricket_attn.simulation.state import InningsSetup, InningsState
+from cricket_attn.simulation.setup import InningsSetup
+from cricket_attn.simulation.state import InningsState
+from cricket_attn.simulation.what_if import next_batter_choices, with_next_batter
 
 
 def test_points_with_their_cached_prefix_predict_as_a_full_pass(fixture_simulator, fixture_tables, deliveries):

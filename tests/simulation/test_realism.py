@@ -25,7 +25,8 @@ from cricket_attn.simulation.realism import (
     who_plays_table,
 )
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup, InningsState
+from cricket_attn.simulation.setup import InningsSetup
+from cricket_attn.simulation.state import InningsState
 
 
 def regular(deliveries):

@@ -7,7 +7,7 @@ from dataclasses import replace
 import torch
 
 from cricket_attn.simulation.rules import BowlerChoice
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.setup import InningsSetup
 
 
 def totals(sim, deliveries, matches, n=400, seed=0):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cricket_attn.simulation.rules import BowlerChoice, quota_overs
-from cricket_attn.simulation.state import InningsSetup
+from cricket_attn.simulation.setup import InningsSetup
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_simulated_innings_keep_the_laws(fixture_simulator, fixture_tables, deli
 
 
 def test_a_forced_over_goes_to_the_chosen_bowler(fixture_simulator, fixture_tables, deliveries):
-    from cricket_attn.simulation.match import ForcedOver
+    from cricket_attn.simulation.what_if import ForcedOver
 
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, fixture_tables.matches)

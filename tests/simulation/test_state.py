@@ -9,7 +9,8 @@ import torch
 from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.data.sources import iter_match_files
-from cricket_attn.simulation.state import InningsSetup, InningsState, replay
+from cricket_attn.simulation.setup import InningsSetup
+from cricket_attn.simulation.state import InningsState, replay
 from tests.conftest import FIXTURES
 
 COMPARED = ("prev_outcome", "innings_marker", "batter", "bowler", "venue", "legal_ball_index", "ball_in_over", "over",

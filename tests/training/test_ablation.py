@@ -15,19 +15,10 @@ from cricket_attn import tracking
 from cricket_attn.config import CONF_DIR
 from cricket_attn.data import deliveries, trees
 from cricket_attn.metrics import paired_difference
-from cricket_attn.training.ablation import (
-    Job,
-    finished_runs,
-    job_folder,
-    job_overrides,
-    launcher_overrides,
-    plan,
-    read_record,
-    recorded_runs,
-    run_ablation,
-    run_key,
-    settings_digest,
-)
+from cricket_attn.training.ablation.command import run_ablation
+from cricket_attn.training.ablation.jobs import Job, job_folder, job_overrides, plan, run_key, settings_digest
+from cricket_attn.training.ablation.launch import launcher_overrides
+from cricket_attn.training.ablation.record import finished_runs, read_record, recorded_runs
 from tests.conftest import TINY_TRAINING
 
 # One variant and the default, one seed, on the protocol that moves the split (the plan test covers both).
