@@ -13,8 +13,9 @@ OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 N_OUTCOMES = len(OUTCOMES)
 # The "previous outcome" of an innings' first ball: a class of its own after the ten.
 START_OF_INNINGS = N_OUTCOMES
-# Runs each outcome is worth to the batting side, for the expected runs of a ball. Wides and no-balls
-# count their one-run penalty; byes count one (the commonest).
+# Runs each outcome is worth to the batting side, nominally, for the expected runs of a ball. Wides and
+# no-balls count their one-run penalty; byes count one (the commonest). The simulator values each class as
+# the seasons it knows recorded it (`simulation.scorebook.class_values`: a wide that went for five, four leg-byes).
 OUTCOME_RUNS = np.array([0, 1, 2, 3, 4, 6, 0, 1, 1, 1], dtype=np.float64)
 
 MAX_WICKETS = 10  # all out

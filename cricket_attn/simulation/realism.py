@@ -16,11 +16,11 @@ import torch
 from cricket_attn import progress
 from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.inference.recent import with_offsets
-from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
+from cricket_attn.simulation.scorebook import class_values
 from cricket_attn.simulation.setup import InningsSetup
 from cricket_attn.simulation.state import InningsState
 
@@ -90,16 +90,6 @@ def season_table(per_innings: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- Why simulated innings differ from real ones: each cause measured on its own ---
-
-
-def class_values(deliveries: pd.DataFrame) -> pd.DataFrame:
-    """Per outcome class of the regular innings of `deliveries`: how many, and the mean runs and wickets one
-    such delivery is worth (what the scorebook samples, e.g. a wide's runs with its fours and stumpings)."""
-    d = deliveries[~deliveries["is_super_over"].astype(bool)]
-    grouped = d.groupby(pd.Categorical(d["outcome"], categories=OUTCOMES), observed=False)
-    return pd.DataFrame(
-        {"deliveries": grouped.size(), "runs": grouped["runs_total"].mean(), "wickets": grouped["wicket_count"].mean()}
-    ).rename_axis("outcome")
 
 
 def extras_values(train: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ class Scorebook:
 
     entries: torch.Tensor
     probability: torch.Tensor
+    runs: torch.Tensor  # (classes,) the mean runs one delivery of each class is worth (`class_values`)
 
     @classmethod
     def fit(cls, deliveries: pd.DataFrame) -> Scorebook:
@@ -44,15 +45,7 @@ class Scorebook:
         missing = [OUTCOMES[c] for c in range(len(OUTCOMES)) if totals[c] == 0]
         if missing:
             raise ValueError(f"the scorebook's deliveries have no ball of class {missing}: too few to fit it")
-        return cls(entries, probability / totals)
-
-    @property
-    def runs(self) -> torch.Tensor:
-        """(classes,) the mean runs a delivery of each class is worth."""
-        total = sum(
-            self.entries[:, ENTRY_FIELDS.index(f)] for f in ("runs_batter", "runs_wides", "runs_noballs", "runs_other")
-        )
-        return self.probability @ total.to(torch.float64)
+        return cls(entries, probability / totals, torch.as_tensor(class_values(d)["runs"].to_numpy()))
 
     def sample(self, outcome: torch.Tensor, generator: torch.Generator | None = None) -> Delivery:
         """One scorebook entry per simulation, drawn among its outcome class's entries."""
@@ -62,3 +55,15 @@ class Scorebook:
         for f in ("legal", "bowler_wicket", "striker_out", "non_striker_out"):
             values[f] = values[f].bool()
         return Delivery(**values)
+
+
+def class_values(deliveries: pd.DataFrame) -> pd.DataFrame:
+    """Per outcome class of the regular innings of `deliveries`: how many, and the mean runs and wickets one
+    such delivery is worth (what the scorebook samples, e.g. a wide's runs with its fours and stumpings). The
+    simulator's values of the classes; `laws.OUTCOME_RUNS` is each class's nominal value, which predict's
+    expected runs use so that they do not depend on the seasons a model was fitted on."""
+    d = deliveries[~deliveries["is_super_over"].astype(bool)]
+    grouped = d.groupby(pd.Categorical(d["outcome"], categories=OUTCOMES), observed=False)
+    return pd.DataFrame(
+        {"deliveries": grouped.size(), "runs": grouped["runs_total"].mean(), "wickets": grouped["wicket_count"].mean()}
+    ).rename_axis("outcome")

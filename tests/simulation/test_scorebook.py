@@ -46,3 +46,7 @@ def test_each_class_is_worth_its_mean_runs_in_the_training_seasons(deliveries):
     real = regular.groupby("outcome", observed=True)["runs_total"].mean()
     assert torch.allclose(book.runs, torch.tensor([real[c] for c in OUTCOMES], dtype=torch.float64))
     assert book.runs[OUTCOME_INDEX["6"]] == 6 and book.runs[OUTCOME_INDEX["dot"]] == 0
+    # What it samples is worth that too: each class's entries, weighted by their shares.
+    col = [ENTRY_FIELDS.index(f) for f in ("runs_batter", "runs_wides", "runs_noballs", "runs_other")]
+    sampled = book.probability @ book.entries[:, col].sum(1).to(torch.float64)
+    assert torch.allclose(sampled, book.runs)
