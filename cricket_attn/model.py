@@ -53,10 +53,8 @@ class ModelConfig:
     n_batters: int  # vocabulary sizes, the unknown player (slot 0) included
     n_bowlers: int
     n_venues: int
-    # What kind of match (given by the data encoder): competitions and team types, the unknown (slot 0)
-    # included; 0 for a model that reads neither (one trained before the league step).
-    n_competitions: int = 0
-    n_team_types: int = 0
+    n_competitions: int  # what kind of match: competitions and team types, the unknown (slot 0) included
+    n_team_types: int
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
@@ -99,8 +97,7 @@ class ModelConfig:
         q, bins, roles = self.numeric_quantiles, self.numeric_embedding == "bins", set(self.history_roles)
         rules = (  # (setting, holds, what is allowed), each checked once the ones before it hold
             *((f.name, lambda f=f: getattr(self, f.name) >= 1, "at least 1") for f in fields(self) if f.type == "int"
-              and f.name not in ("history_balls", "n_competitions", "n_team_types")),
-            ("n_team_types", lambda: (self.n_team_types > 0) == (self.n_competitions > 0), "with n_competitions"),
+              and f.name != "history_balls"),
             ("d_model", lambda: self.d_model % self.n_heads == 0, f"divisible by model.n_heads={self.n_heads}"),
             ("positional_parts", lambda: set(self.positional_parts) <= set(POSITIONAL_PARTS), f"of {POSITIONAL_PARTS}"),
             ("positional_dim", lambda: self.positional_dim >= 1 and self.positional_dim % 2 == 0, "even, at least 2"),
@@ -389,11 +386,10 @@ class CricketTransformer(nn.Module):
         self.batter = nn.Embedding(cfg.n_batters, cfg.d_model)
         self.bowler = nn.Embedding(cfg.n_bowlers, cfg.d_model)
         self.venue = nn.Embedding(cfg.n_venues, cfg.d_model)
-        if cfg.n_competitions:
-            # The competition's and the team type's offsets, learnt from zero and decayed towards it: one never
-            # seen in training (slot 0, unless small competitions shared it) adds nothing.
-            self.competition = nn.Parameter(torch.zeros(cfg.n_competitions, cfg.d_model))
-            self.team_type = nn.Parameter(torch.zeros(cfg.n_team_types, cfg.d_model))
+        # The competition's and the team type's offsets, learnt from zero and decayed towards it: one never
+        # seen in training (slot 0, unless small competitions shared it) adds nothing.
+        self.competition = nn.Parameter(torch.zeros(cfg.n_competitions, cfg.d_model))
+        self.team_type = nn.Parameter(torch.zeros(cfg.n_team_types, cfg.d_model))
         if cfg.numeric_embedding == "bins":
             self.numeric = PiecewiseLinearEmbedding(cfg)
         else:
@@ -455,12 +451,7 @@ class CricketTransformer(nn.Module):
             + numeric
             + self.position(batch)
         )  # (B, T, C)
-        if self.cfg.n_competitions:
-            x = (
-                x
-                + F.embedding(batch["competition"], self.competition)
-                + F.embedding(batch["team_type"], self.team_type)
-            )
+        x = x + F.embedding(batch["competition"], self.competition) + F.embedding(batch["team_type"], self.team_type)
         if self.cfg.history_balls:  # a batter's history is of balls bowled at him, and the other way round
             opponent, read = {"batter": self.bowler, "bowler": self.batter}, x
             for role in self.cfg.history_roles:

@@ -20,7 +20,8 @@ from cricket_attn.model import (
 )
 
 TINY = dict(
-    n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, d_model=8, n_heads=2, n_layers=2, dropout=0.0,
+    n_numeric=5, n_batters=7, n_bowlers=6, n_venues=3, n_competitions=3, n_team_types=2, d_model=8, n_heads=2,
+    n_layers=2, dropout=0.0,
     entity_dropout=0.0, numeric_embedding="mlp", numeric_hidden=None,
 )  # fmt: skip
 # Quantiles at levels 0, 1/4, ..., 1 for each of TINY's five features.
@@ -38,6 +39,8 @@ def random_batch(cfg: ModelConfig, B: int = 3, T: int = 20, seed: int = 0) -> di
         "batter": r(cfg.n_batters),
         "bowler": r(cfg.n_bowlers),
         "venue": r(cfg.n_venues),
+        "competition": r(cfg.n_competitions),
+        "team_type": r(cfg.n_team_types),
         "numeric": torch.randn(B, T, cfg.n_numeric, generator=g),
         "legal_ball_index": legal.clamp(min=0),
         "ball_in_over": r(7),

@@ -62,7 +62,7 @@ class SequenceEncoder:
     Stored in checkpoints as plain Python (`to_dict`), so prediction rebuilds it without the data.
     Players are known by registry id and venues by `venue_key` (`entity_key`), the same in every league;
     `names` gives each role's names to their keys, for a side listed by name (the one who played last);
-    `competitions` and `team_types` name what the model embeds of the match (None: neither).
+    `competitions` and `team_types` name what the model embeds of the match.
     """
 
     batters: Vocab
@@ -73,6 +73,8 @@ class SequenceEncoder:
     std: np.ndarray
     first_season: int
     last_season: int
+    competitions: Vocab
+    team_types: Vocab
     quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
     history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
     first_innings: bool = False  # each chase sequence also gets every ball of its match's first innings
@@ -81,8 +83,6 @@ class SequenceEncoder:
     histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
     # Each store's opponents as ids in the other role's vocabulary, encoded once when attached.
     history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
-    competitions: Vocab | None = None
-    team_types: Vocab | None = None
     names: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     # With `records` (RecordSettings as a dict), each ball reads its batter's, bowler's, venue's and
     # competition's records as of its match's date (`RecordBook.block`) in place of rates fitted on the
@@ -95,7 +95,7 @@ class SequenceEncoder:
     record_competitions: list[str] | None = None
     # The data the model was trained on, as its config named it (`embedded`, `cricsheet:t20s_male`, a path):
     # where scoring reads the earlier matches its records and histories come from, unless told otherwise.
-    # None: the embedded IPL archive (and every checkpoint saved before this was kept).
+    # None: the embedded IPL archive (an encoder fitted outside a training run).
     sources: list[str] | None = None
 
     @classmethod
@@ -320,9 +320,8 @@ class SequenceEncoder:
             "bowler_balls": state["bowler_balls_before"].to_numpy().astype(np.int64),
             "row": d.index.to_numpy(dtype=np.int64),
         }
-        if self.competitions is not None:
-            per_ball["competition"] = self.competitions.encode(d["competition"])
-            per_ball["team_type"] = self.team_types.encode(d["team_type"])
+        per_ball["competition"] = self.competitions.encode(d["competition"])
+        per_ball["team_type"] = self.team_types.encode(d["team_type"])
         seq_id = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
         per_sequence = {}
         if self.history_balls:
@@ -378,8 +377,8 @@ class SequenceEncoder:
             "quantiles": None if self.quantiles is None else self.quantiles.tolist(),
             "history_balls": self.history_balls,
             "first_innings": self.first_innings,
-            "competitions": None if self.competitions is None else self.competitions.tokens,
-            "team_types": None if self.team_types is None else self.team_types.tokens,
+            "competitions": self.competitions.tokens,
+            "team_types": self.team_types.tokens,
             "names": self.names,
             "records": self.records,
             "record_competitions": self.record_competitions,
@@ -388,13 +387,10 @@ class SequenceEncoder:
 
     @classmethod
     def from_dict(cls, d: dict) -> SequenceEncoder:
-        missing = [
-            k
-            for k in ("batters", "bowlers", "venues", "rates", "mean", "std", "first_season", "last_season")
-            if k not in d
-        ]
+        """The encoder `to_dict` wrote (a checkpoint of this layout's version has every key)."""
+        missing = [k for k in ENCODER_KEYS if k not in d]
         if missing:
-            raise ValueError(f"the stored data encoder lacks {missing} (saved by another version of cricket_attn?)")
+            raise ValueError(f"the stored data encoder lacks {missing}")
         rates = {}
         for c, r in d["rates"].items():
             rates[c] = OutcomeRates(
@@ -412,15 +408,15 @@ class SequenceEncoder:
             np.asarray(d["std"], dtype=np.float32),
             d["first_season"],
             d["last_season"],
-            None if d.get("quantiles") is None else np.asarray(d["quantiles"], dtype=np.float32),
-            d.get("history_balls", 0),
-            d.get("first_innings", False),
-            competitions=None if d.get("competitions") is None else Vocab(d["competitions"]),
-            team_types=None if d.get("team_types") is None else Vocab(d["team_types"]),
-            names=d.get("names", {}),
-            records=d.get("records"),
-            record_competitions=d.get("record_competitions"),
-            sources=d.get("sources"),
+            Vocab(d["competitions"]),
+            Vocab(d["team_types"]),
+            None if d["quantiles"] is None else np.asarray(d["quantiles"], dtype=np.float32),
+            d["history_balls"],
+            d["first_innings"],
+            names=d["names"],
+            records=d["records"],
+            record_competitions=d["record_competitions"],
+            sources=d["sources"],
         )
 
     def model_dims(self) -> dict:
@@ -430,13 +426,21 @@ class SequenceEncoder:
             "n_batters": len(self.batters),
             "n_bowlers": len(self.bowlers),
             "n_venues": len(self.venues),
-            "n_competitions": 0 if self.competitions is None else len(self.competitions),
-            "n_team_types": 0 if self.team_types is None else len(self.team_types),
+            "n_competitions": len(self.competitions),
+            "n_team_types": len(self.team_types),
             "numeric_quantiles": None if self.quantiles is None else self.quantiles.tolist(),
             "history_balls": self.history_balls,
             "history_age_buckets": HISTORY_AGE_BUCKETS,
             "first_innings": self.first_innings,
         }
+
+
+# What `SequenceEncoder.to_dict` writes, every key of it read back by `from_dict`.
+ENCODER_KEYS = (
+    "batters", "bowlers", "venues", "rates", "mean", "std", "first_season", "last_season", "quantiles",
+    "history_balls", "first_innings", "competitions", "team_types", "names", "records", "record_competitions",
+    "sources",
+)  # fmt: skip
 
 
 def latest_keys(d: pd.DataFrame, role: str) -> dict[str, str]:

@@ -58,10 +58,12 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
     as a batter or as a bowler: a bowler's record says nothing of his batting. Players and venues are
     matched as the model knows them (`SequenceEncoder.key`: registry ids, one key per ground)."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-    vocabularies = {"batters": ("batter", encoder.batters), "bowlers": ("bowler", encoder.bowlers)}
-    vocabularies["venues"] = ("venue", encoder.venues)
-    if encoder.competitions is not None:  # a model before the league step reads no competition
-        vocabularies["competitions"] = ("competition", encoder.competitions)
+    vocabularies = {
+        "batters": ("batter", encoder.batters),
+        "bowlers": ("bowler", encoder.bowlers),
+        "venues": ("venue", encoder.venues),
+        "competitions": ("competition", encoder.competitions),
+    }
     book = encoder.record_book if encoder.records is not None else None
     unknown = {}
     for what, (column, vocab) in vocabularies.items():

@@ -120,12 +120,8 @@ class InningsState:
             column: keyed(column, match)[0] for column in encoder.key_columns if column not in ("batter", "bowler")
         }
         self.venue_id = int(encoder.venues.encode(encoder.key(match, "venue"))[0])
-        kinds = encoder.competitions, encoder.team_types
-        self.competition_id, self.team_type_id = (
-            (None, None)
-            if kinds[0] is None
-            else (int(kinds[0].encode(match["competition"])[0]), int(kinds[1].encode(pd.Series([setup.team_type]))[0]))
-        )
+        self.competition_id = int(encoder.competitions.encode(match["competition"])[0])
+        self.team_type_id = int(encoder.team_types.encode(pd.Series([setup.team_type]))[0])
         self.mean = torch.as_tensor(encoder.mean, dtype=torch.float32)
         self.std = torch.as_tensor(encoder.std, dtype=torch.float32)
         self.phase_table = _phase_table(phases, setup)  # (overs, balls + 1)
@@ -217,11 +213,8 @@ class InningsState:
             "batter": self.batter_ids[self.striker],
             "bowler": self.bowler_ids[self.bowler],
             "venue": full(self.venue_id),
-            **(
-                {}
-                if self.competition_id is None
-                else {"competition": full(self.competition_id), "team_type": full(self.team_type_id)}
-            ),
+            "competition": full(self.competition_id),
+            "team_type": full(self.team_type_id),
             "legal_ball_index": self.legal,
             "ball_in_over": self.legal_in_over + 1,
             "over": self.over,

@@ -9,7 +9,7 @@ import torch
 
 from cricket_attn.data.batches import IGNORE, BucketBatchSampler
 from cricket_attn.data.features import entity_key, match_state
-from cricket_attn.data.sequences import QUANTILE_STEPS, UNK, SequenceEncoder, Vocab
+from cricket_attn.data.sequences import ENCODER_KEYS, QUANTILE_STEPS, UNK, SequenceEncoder, Vocab
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 from cricket_attn.model import CricketTransformer, ModelConfig
@@ -93,8 +93,11 @@ def test_encoder_round_trips_through_plain_python(encoder, parts):
     import json
 
     state = encoder.to_dict()
+    assert tuple(state) == ENCODER_KEYS  # every key it writes is read back
     again = SequenceEncoder.from_dict(json.loads(json.dumps(state)))  # plain types only
-    assert again.model_dims() == encoder.model_dims()
+    assert again.model_dims() == encoder.model_dims() and again.to_dict() == state
+    with pytest.raises(ValueError, match=r"lacks \['team_types'\]"):
+        SequenceEncoder.from_dict({k: v for k, v in state.items() if k != "team_types"})
     a, b = encoder.encode(parts["validation"]), again.encode(parts["validation"])
     for name in a.tensors:
         assert torch.allclose(a.tensors[name].float(), b.tensors[name].float(), atol=1e-5), name

@@ -164,7 +164,17 @@ def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path
 
 def test_weight_decay_reaches_matrices_and_embedding_tables_only():
     module = BallOutcomeModule(
-        dict(n_numeric=4, n_batters=5, n_bowlers=5, n_venues=2, d_model=8, n_heads=2, numeric_embedding="mlp")
+        dict(
+            n_numeric=4,
+            n_batters=5,
+            n_bowlers=5,
+            n_venues=2,
+            n_competitions=2,
+            n_team_types=2,
+            d_model=8,
+            n_heads=2,
+            numeric_embedding="mlp",
+        )
     )
     decayed, plain = parameter_groups(module, 0.3)
     assert decayed["weight_decay"] == 0.3 and plain["weight_decay"] == 0.0
