@@ -14,18 +14,10 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference.probabilities import model_reach
 from cricket_attn.model import ModelConfig
 from tests.conftest import FIXTURES
+from tests.test_model import TINY
 
 # The default tables (24 overs, 12 balls), a numeric embedding that needs no quantiles.
-MODEL = ModelConfig(
-    n_numeric=5,
-    n_batters=7,
-    n_bowlers=6,
-    n_venues=3,
-    n_competitions=2,
-    n_team_types=2,
-    numeric_embedding="mlp",
-    numeric_hidden=None,
-)
+MODEL = ModelConfig(**TINY)
 
 
 def short_odi(match_id: str = "1473438") -> dict:

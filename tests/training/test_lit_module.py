@@ -15,6 +15,7 @@ from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.inference.checkpoints import FORMAT, CheckpointError, load_model, save_final
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, parameter_groups
 from tests.conftest import FIXTURES
+from tests.test_model import TINY as MODEL_TINY
 
 TINY = dict(d_model=8, n_heads=2, n_layers=2, dropout=0.1, max_len=160)
 
@@ -163,19 +164,7 @@ def test_recency_weights_scale_a_batch_loss_by_its_seasons(data_config, tmp_path
 
 
 def test_weight_decay_reaches_matrices_and_embedding_tables_only():
-    module = BallOutcomeModule(
-        dict(
-            n_numeric=4,
-            n_batters=5,
-            n_bowlers=5,
-            n_venues=2,
-            n_competitions=2,
-            n_team_types=2,
-            d_model=8,
-            n_heads=2,
-            numeric_embedding="mlp",
-        )
-    )
+    module = BallOutcomeModule(dict(MODEL_TINY))
     decayed, plain = parameter_groups(module, 0.3)
     assert decayed["weight_decay"] == 0.3 and plain["weight_decay"] == 0.0
     name = {id(p): n for n, p in module.named_parameters()}
