@@ -53,6 +53,8 @@ def preflight(cfg: DictConfig) -> None:
         "n_batters": 1,
         "n_bowlers": 1,
         "n_venues": 1,
+        "n_competitions": 1,
+        "n_team_types": 1,
         "numeric_quantiles": [[0.0] * (QUANTILE_STEPS + 1)],
     }
     model = OmegaConf.to_container(cfg.model, resolve=True)
