@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import socket
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
@@ -449,6 +451,53 @@ def test_mlflow_server_serves_the_run(tracked_run):
         assert run.info.status == "FINISHED"
         assert run.data.metrics["test/log_loss"] == pytest.approx(tracked_run["results"]["test/log_loss"])
         assert run.data.params["model.n_layers"] == "1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_mlflow_models_serve_scores_deliveries_over_http(tracked_run, deliveries, tmp_path):
+    """`mlflow models serve -m runs:/<id>/model --env-manager local`, as docs/usage.md gives it: a match's
+    deliveries posted to /invocations come back scored as the pyfunc model scores them in process."""
+    import json
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    model_uri = f"runs:/{tracked_run['run_id']}/model"
+    server = subprocess.Popen(
+        [exe, "models", "serve", "-m", model_uri, "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
+        # It starts `uvicorn` by name: the environment's own, as with the environment activated.
+        env={
+            **os.environ,
+            "MLFLOW_TRACKING_URI": tracked_run["uri"],
+            "PATH": f"{Path(exe).parent}:{os.environ['PATH']}",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "serve.log").open("w"),
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(240):
+            try:
+                with urllib.request.urlopen(f"{url}/ping", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                assert server.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
+                time.sleep(0.5)
+        match = plain_types(deliveries[deliveries["match_id"] == deliveries["match_id"].iloc[0]])
+        body = json.dumps({"dataframe_split": json.loads(match.to_json(orient="split", index=False))}).encode()
+        request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            served = pd.DataFrame(json.loads(reply.read())["predictions"])
+        mlflow.set_tracking_uri(tracked_run["uri"])
+        local = mlflow.pyfunc.load_model(model_uri).predict(match)
+        assert len(served) == len(local) == int((~match["is_super_over"]).sum())
+        for column in PROB_COLUMNS:
+            assert (served[column] - local[column]).abs().max() < 1e-6, column
     finally:
         server.terminate()
         server.wait(timeout=30)
