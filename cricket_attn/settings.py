@@ -182,6 +182,11 @@ TRAIN: tuple[Setting, ...] = (
     ("trainer.check_val_every_n_epoch", "int?", *at_least(1)),
     ("trainer.accumulate_grad_batches", "int", *at_least(1)),
     ("trainer.log_every_n_steps", "int?", *at_least(1)),
+    # conf/trainer/gpu.yaml and ddp.yaml: Lightning's precision names and the strategies this project runs.
+    ("trainer.precision", "any", *one_of("32-true", "32", "16-mixed", "bf16-mixed", "bf16-true", "64-true")),
+    ("trainer.strategy", "str", *one_of("auto", "ddp", "ddp_spawn", "ddp_find_unused_parameters_true")),
+    ("trainer.use_distributed_sampler", "bool", *ANY),
+    ("trainer.sync_batchnorm", "bool", *ANY),
     ("callbacks", "map", *ANY),
     ("callbacks.early_stopping", "map?", *ANY),
     ("callbacks.early_stopping.monitor", "str", *ANY),

@@ -26,7 +26,7 @@ def test_the_models_defaults_are_conf():
         expected = tuple(value) if isinstance(value, list) else value
         assert defaults[key] == expected, f"model.{key}: ModelConfig {defaults[key]!r}, conf/ {value!r}"
     required = {f.name for f in fields(ModelConfig) if f.default is MISSING}
-    assert required == {"n_numeric", "n_batters", "n_bowlers", "n_venues"}
+    assert required == {"n_numeric", "n_batters", "n_bowlers", "n_venues", "n_competitions", "n_team_types"}
 
 
 def test_the_data_modules_defaults_are_conf():

@@ -467,6 +467,7 @@ def test_mlflow_models_serve_scores_deliveries_over_http(tracked_run, deliveries
         port = s.getsockname()[1]
     exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
     model_uri = f"runs:/{tracked_run['run_id']}/model"
+    log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
         [exe, "models", "serve", "-m", model_uri, "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
         # It starts `uvicorn` by name: the environment's own, as with the environment activated.
@@ -476,7 +477,7 @@ def test_mlflow_models_serve_scores_deliveries_over_http(tracked_run, deliveries
             "PATH": f"{Path(exe).parent}:{os.environ['PATH']}",
         },
         stdout=subprocess.DEVNULL,
-        stderr=(tmp_path / "serve.log").open("w"),
+        stderr=log,
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -497,10 +498,11 @@ def test_mlflow_models_serve_scores_deliveries_over_http(tracked_run, deliveries
         local = mlflow.pyfunc.load_model(model_uri).predict(match)
         assert len(served) == len(local) == int((~match["is_super_over"]).sum())
         for column in PROB_COLUMNS:
-            assert (served[column] - local[column]).abs().max() < 1e-6, column
+            assert abs(served[column].to_numpy() - local[column].to_numpy()).max() < 1e-6, column
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
 
 
 def train_command(folder: Path, *overrides: str, multirun: bool = False) -> list[str]:
