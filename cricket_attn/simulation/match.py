@@ -172,8 +172,9 @@ def simulate_points(
 # many simulations are asked for.
 MAX_ROWS = 4096
 # What is kept of each simulation to its state's end, beside the rollout: its state's 26 per-simulation
-# fields (about 120 numbers of 8 bytes, `InningsState`), its end and result, its row and ball indices; an
-# upper figure from that layout, for the refusal of a --sims that would not fit.
+# fields (`InningsState`) and its end, 1,208 bytes on a real innings with XIs of 12 (measured on the tensors by
+# tests/simulation/test_rollout.py), with a margin for its result and indices: for the refusal of a --sims
+# that would not fit.
 BYTES_A_SIMULATION = 2048
 
 

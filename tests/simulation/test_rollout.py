@@ -38,3 +38,24 @@ def test_the_innings_spread_widens_the_totals_around_the_same_level(fixture_simu
         and sim.innings_draws(5, None) is not None
         and fixture_simulator.innings_draws(5, None) is None
     )
+
+
+def test_what_a_simulation_keeps_fits_the_memory_check(fixture_simulator, fixture_tables, deliveries):
+    """`match.BYTES_A_SIMULATION`, what `cricket-attn-simulate --sims` is refused by, holds what each simulation
+    keeps beside the rollout: its state's per-simulation tensors (a chase's state is made for each simulated
+    first innings) and its end, measured on real tensors of a real innings (XIs of 12 give the widest state)."""
+    from cricket_attn.simulation.match import BYTES_A_SIMULATION
+    from cricket_attn.simulation.state import _PER_SIMULATION
+
+    n = 64
+    inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
+    setup = InningsSetup.from_table(inn, fixture_tables.matches)
+    state = fixture_simulator.start(setup, n)
+    choice = BowlerChoice.for_innings(
+        state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0]
+    )
+    end = fixture_simulator.roll(state, fixture_simulator.new_caches(), choice, torch.Generator().manual_seed(0))
+    kept = [getattr(state, name) for name in _PER_SIMULATION] + [v for v in vars(end).values() if torch.is_tensor(v)]
+    assert all(t.shape[0] == n for t in kept)
+    per_simulation = sum(t.element_size() * t.numel() for t in kept) / n
+    assert 500 < per_simulation <= BYTES_A_SIMULATION, f"{per_simulation:.0f} bytes a simulation"
