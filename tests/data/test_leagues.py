@@ -81,10 +81,12 @@ def test_pooled_sources_keep_one_copy_of_each_match_from_the_first_source(phases
 def test_the_t20_config_is_the_ipl_config_with_both_sources():
     ipl, t20 = load_data_config("ipl"), load_data_config("t20")
     assert list(t20.sources) == ["embedded", "cricsheet:t20s_male"]  # Cricsheet's own download: no path outside
-    plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "sources"}
-    # The pooled recipe as measured: records as of the day, no embedding of a player, no histories.
+    plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k not in ("sources", "trees")}
+    # The pooled recipe as measured: records as of the day, no embedding of a player, no histories; the trees
+    # at twice the IPL's learning rate, the rest of their settings the IPL's.
     assert t20.records is not None and t20.min_count is None and t20.history_balls == 0
     assert plain(t20) == plain(ipl) and t20.teacher.folds == 2
+    assert {**ipl.trees, "learning_rate": 0.1} == dict(t20.trees)
     assert sources.configured_sources(t20.sources) == ["embedded", "cricsheet:t20s_male"]
     assert sources.configured_sources(["x.zip"]) == [str(sources.project_path("x.zip").resolve())]
 
