@@ -7,7 +7,7 @@ Each variant is the default configuration (conf/config.yaml) with its overrides,
 `--set NAME` takes the variants of conf/ablation_set/NAME.yaml (e.g. `context`: players' histories and
 the first innings against the default), `--variant` adds one
 (`--variant 'k64=data.history_balls=64 model.history_roles=[batter]'`), and with neither only the
-default is timed. Trailing overrides apply to every variant, e.g. on a GPU
+default is timed. Trailing overrides apply to every variant (a variant's own come after them and win), e.g. on a GPU
 `trainer=gpu data.batch_size=64`.
 
 Times `Trainer.fit` over the selection stage's training seasons with validation off, so the number is
@@ -49,13 +49,14 @@ def variants(args) -> dict[str, list[str]]:
 
 
 class Deliveries(pl.Callback):
-    """Counts the real (unpadded) deliveries of the batches trained on."""
+    """Counts the real (unpadded) deliveries of the batches trained on, and the batches (optimiser steps)."""
 
     def __init__(self):
-        self.count = 0
+        self.count = self.steps = 0
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
         self.count += int(batch["mask"].sum())
+        self.steps += 1
 
 
 def time_training(overrides: list[str], epochs: int | None) -> dict:
@@ -72,6 +73,8 @@ def _time(cfg, epochs: int | None) -> dict:
     dm.setup("fit")
     model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
+    if cfg.compile:
+        module.compile_model()
     counted = Deliveries()
     # the selection stage: every configured callback (weight averaging too) but the checkpoints
     staged = (
@@ -98,6 +101,7 @@ def _time(cfg, epochs: int | None) -> dict:
     seconds = time.perf_counter() - start
     return {
         "deliveries": counted.count,
+        "steps": counted.steps,
         "seconds": seconds,
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
@@ -119,7 +123,7 @@ def main() -> None:
     if args.epochs < 1:
         p.error(f"--epochs {args.epochs}: must be at least 1")
     epochs = None if args.validate else args.epochs
-    rows = {name: time_training(own + args.overrides, epochs) for name, own in variants(args).items()}
+    rows = {name: time_training([*args.overrides, *own], epochs) for name, own in variants(args).items()}
     first = next(iter(rows.values()))
     print(
         f"device: {first['device']}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
@@ -127,7 +131,8 @@ def main() -> None:
         f"overrides for all: {' '.join(args.overrides) or 'none'}"
     )
     print(
-        f"{'variant':<26} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'vs default':>10} {'peak RSS GB':>12}"
+        f"{'variant':<26} {'deliveries':>11} {'seconds':>8} {'deliveries/s':>13} {'steps/s':>8} {'vs default':>10} "
+        f"{'peak RSS GB':>12}"
         + (f" {'GPU peak GB':>12}" if first["gpu_peak_gb"] is not None else "")
         + (f" {'val loss':>9} {'best epoch':>10}" if epochs is None else "")
     )
@@ -135,7 +140,8 @@ def main() -> None:
     for name, r in rows.items():
         rate = r["deliveries"] / r["seconds"]
         print(
-            f"{name:<26} {r['deliveries']:>11,} {r['seconds']:>8.1f} {rate:>13,.0f} {rate / base:>10.2f} "
+            f"{name:<26} {r['deliveries']:>11,} {r['seconds']:>8.1f} {rate:>13,.0f} {r['steps'] / r['seconds']:>8.1f} "
+            f"{rate / base:>10.2f} "
             f"{r['peak_rss_gb']:>12.2f}"
             + (f" {r['gpu_peak_gb']:>12.2f}" if r["gpu_peak_gb"] is not None else "")
             + (f" {r['val_loss']:>9.4f} {r['best_epoch']:>10}" if epochs is None else "")

@@ -11,7 +11,11 @@ Times, over the same `--steps` training batches of the selection stage (after a 
 - the whole step by hand (forward, backward, clip, step) and a step through Lightning's `Trainer.fit` (no
   validation; two fits of `--steps` and half as many batches, so a fit's set-up is left out): the
   difference is Lightning's own overhead (its loop, logging, hooks).
-Prints a table in milliseconds a step and the share of the hand-made step.
+Prints a table in milliseconds a step and the share of the hand-made step. On a GPU (`trainer=gpu`: the
+model, batches and steps there, the hand-made step under bf16 autocast as Lightning's bf16-mixed runs it,
+each timing synchronised) `--profile` adds torch.profiler's view of 20 hand-made steps: the operators by
+their own CPU time and by their device time, and the kernels launched a step (a step bound by launching
+kernels spends its time on the CPU while the device waits). `compile=true` compiles the model first.
 """
 
 from __future__ import annotations
@@ -32,10 +36,37 @@ from cricket_attn.training.lit_module import BallOutcomeModule, parameter_groups
 
 
 def timed(fn, repeat: int = 1) -> float:
+    sync()
     start = time.perf_counter()
     for _ in range(repeat):
         fn()
+    sync()
     return (time.perf_counter() - start) / repeat
+
+
+def sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def profile(step, batches: list) -> None:
+    """torch.profiler over `step` on each batch: the top operators by own CPU time and by device time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profiler(activities=activities) as prof:
+        for batch in batches:
+            step(batch)
+        sync()
+    events = prof.key_averages()
+    print(events.table(sort_by="self_cpu_time_total", row_limit=20))
+    if torch.cuda.is_available():
+        print(events.table(sort_by="self_device_time_total", row_limit=20))
+    on_device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]  # the kernels themselves
+    kernels = sum(e.count for e in on_device)
+    device = sum(e.self_device_time_total for e in on_device) / 1e3 / len(batches)
+    print(f"kernels launched a step: {kernels / len(batches):,.0f}; device busy {device:.1f} ms a step")
 
 
 class Captured:
@@ -68,6 +99,7 @@ def part_time(module: torch.nn.Module, args: tuple) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=100, help="batches timed (within one epoch for Trainer.fit)")
+    p.add_argument("--profile", action="store_true", help="also torch.profiler's view of 20 hand-made steps")
     p.add_argument("overrides", nargs="*")
     args = p.parse_args()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"), tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +109,11 @@ def main() -> None:
         dm.prepare_data()
         dm.setup("fit")
         model = {**dm.encoder.model_dims(), **OmegaConf.to_container(cfg.model, resolve=True)}
-        module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True)).train()
+        gpu = cfg.trainer.accelerator == "gpu"
+        device = torch.device("cuda" if gpu else "cpu")
+        module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True)).train().to(device)
+        if cfg.compile:
+            module.compile_model()
         ds = dm.datasets["train"]
         sampler = dm.train_dataloader().batch_sampler
         sampled = []
@@ -86,7 +122,7 @@ def main() -> None:
         sampled = sampled[: args.steps + 10]
         rows: dict[str, float] = {}
         rows["data: sampler and collate"] = timed(lambda: [ds.collate(b) for b in sampled[10:]]) / args.steps
-        batches = [ds.collate(b) for b in sampled]
+        batches = [{k: v.to(device) for k, v in ds.collate(b).items()} for b in sampled]
         net = module.model
         parts = {"numeric embedding (values, ramps, MLP)": net.numeric, "positions": net.position}
         for i, block in enumerate(net.blocks):
@@ -97,7 +133,8 @@ def main() -> None:
         optimizer = torch.optim.AdamW(parameter_groups(module, cfg.optim.weight_decay), lr=cfg.optim.lr)
 
         def hand_step(batch):
-            loss, _, _ = module._loss(batch)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=gpu):
+                loss, _, _ = module._loss(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(module.parameters(), cfg.trainer.gradient_clip_val or 1e9)
@@ -105,6 +142,8 @@ def main() -> None:
 
         for batch in batches[:10]:
             hand_step(batch)
+        if args.profile:
+            profile(hand_step, batches[10:30])
         totals = dict.fromkeys(parts, 0.0)
         whole = loss_part = opt_part = 0.0
         for batch in batches[10:]:
@@ -163,7 +202,8 @@ def main() -> None:
         balls = sum(int(b["mask"].sum()) for b in batches[10:]) / n
     step = rows["the whole step by hand (forward, backward, clip, step)"]
     print(
-        f"device: {cpu()}; torch {torch.__version__}; threads {torch.get_num_threads()}; {n} steps, "
+        f"device: {torch.cuda.get_device_name() if gpu else cpu()}; torch {torch.__version__}; "
+        f"threads {torch.get_num_threads()}; {n} steps, "
         f"{balls:,.0f} deliveries a batch; overrides: {' '.join(args.overrides) or 'none'}"
     )
     print(f"{'what':<58} {'ms a step':>10} {'share':>7}")

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX
 
@@ -131,6 +132,21 @@ class ModelConfig:
         if unknown:
             raise ConfigError(f"unknown model setting(s): {unknown}")
         return cls(**d)
+
+
+# On a GPU, PyTorch's attention prefers cuDNN's kernel, which builds a plan for each new shape: on an NVIDIA H200
+# 9-12 ms of CPU a call, forward or backward, as innings' lengths change from batch to batch, with the device busy
+# 2 ms a step (benchmarks/train_step.py --profile, docs/log/2026-11-27.md). The flash and memory-efficient kernels
+# need no plan. The CPU's kernels are not cuDNN's: its choice is left as it is, bit for bit.
+GPU_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+    """`F.scaled_dot_product_attention`, on a GPU without cuDNN's kernel (above)."""
+    if not q.is_cuda:
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)
+    with sdpa_kernel(GPU_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)
 
 
 def sinusoidal_table(n_positions: int, dim: int) -> Tensor:
@@ -271,8 +287,8 @@ class CausalSelfAttention(nn.Module):
             weights.append(w)
             return w @ v
         if mask is None:  # causal, or one new ball that sees all the cache
-            return F.scaled_dot_product_attention(q, k, v, is_causal=T > 1)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            return attention(q, k, v, is_causal=T > 1)
+        return attention(q, k, v, attn_mask=mask)
 
 
 class ContextAttention(nn.Module):
@@ -342,14 +358,14 @@ class ContextAttention(nn.Module):
         q = self.q(self.ln_ball(x)).view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
         if k.size(0) == 1 < B:  # one context every row shares (simulations of one innings): one row of B * T balls
             q, mask = q.transpose(0, 1).reshape(1, self.n_heads, B * T, -1), mask.reshape(1, B * T, -1)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
+            y = attention(q, k, v, attn_mask=mask[:, None])
             return self.out(y.view(self.n_heads, B, T, -1).permute(1, 2, 0, 3).reshape(B, T, C))
         if weights is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, P * (K + 1))
             w = scores.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
             weights.append(w)
             return self.out((w @ v).transpose(1, 2).reshape(B, T, C))
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
+        y = attention(q, k, v, attn_mask=mask[:, None])
         return self.out(y.transpose(1, 2).reshape(B, T, C))
 
 

@@ -161,6 +161,7 @@ TRAIN: tuple[Setting, ...] = (
     ("refit_from", "str", *one_of("scratch", "selected")),
     ("refit_epochs", "int", *at_least(1)),
     ("progress", "str", *one_of(*MODES)),
+    ("compile", "bool", *ANY),
     ("resume", "str?", *ANY),
     ("init_from", "str?", *ANY),
     ("mlflow.log_model", "bool", *ANY),

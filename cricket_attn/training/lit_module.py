@@ -51,6 +51,11 @@ class BallOutcomeModule(pl.LightningModule):
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(batch)
 
+    def compile_model(self) -> None:
+        """`torch.compile` the transformer in place (conf/config.yaml's `compile`): its weights, state dict and
+        checkpoints are unchanged. Innings differ in length from batch to batch, so its shapes are dynamic."""
+        self.model.compile(dynamic=True)
+
     def _loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
         logits = self.model(batch)  # (B, T, n_classes)
         target = batch["outcome"]

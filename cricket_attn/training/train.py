@@ -139,6 +139,8 @@ def fit_stage(
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     if start:
         load_start(module, dm, start)
+    if cfg.compile:
+        module.compile_model()
     shown, bar = progress_callbacks(stage, cfg.progress)
     kwargs = {
         "callbacks": [c for c in callbacks.values() if c is not None] + shown,

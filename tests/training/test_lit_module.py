@@ -188,3 +188,21 @@ def test_soft_targets_give_the_mixed_cross_entropy(data_config, tmp_path):
     hard = -logp.gather(1, batch["outcome"][real].unsqueeze(1)).mean()
     assert torch.isclose(loss, 0.7 * hard - 0.3 * (teacher[real] * logp).sum(-1).mean(), atol=1e-5)
     assert torch.isclose(module.eval()._loss(dict(batch, soft_target=soft))[0], hard, atol=1e-5)  # eval: outcomes only
+
+
+@pytest.mark.slow  # torch.compile on the CPU: a minute of compiling
+def test_a_compiled_model_gives_the_eager_loss_and_the_same_checkpoint(data_config, tmp_path):
+    dm = datamodule(data_config, tmp_path)
+    settings = dict(dm.encoder.model_dims(), **{**TINY, "dropout": 0.0, "entity_dropout": 0.0})
+    eager = BallOutcomeModule(settings).train()
+    compiled = BallOutcomeModule(settings).train()
+    compiled.load_state_dict(eager.state_dict())
+    compiled.compile_model()
+    assert list(compiled.state_dict()) == list(eager.state_dict())  # checkpoints read the same either way
+    for n in (4, 7):  # two batch sizes and lengths: one compiled graph with dynamic shapes
+        batch = dm.datasets["train"].collate(list(range(n)))
+        a, b = eager._loss(batch)[0], compiled._loss(batch)[0]
+        assert torch.isclose(a, b, atol=1e-4)
+        b.backward()
+        assert all(p.grad is not None for p in compiled.model.parameters() if p.requires_grad)
+        compiled.zero_grad()
