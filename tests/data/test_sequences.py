@@ -142,26 +142,6 @@ def test_fit_encode_gives_the_same_training_set_as_encode(parts):
         assert torch.equal(t, again.tensors[name]), name
 
 
-def test_a_resumed_run_draws_the_order_of_its_epoch_not_the_first_again():
-    """Told the trainer's epoch (`epoch_now`), a sampler made afresh at epoch 2 (a resumed run) gives the
-    batches an uninterrupted sampler gives at its third epoch; counting for itself, it gives the first's."""
-    lengths = torch.randint(20, 130, (203,))
-    running = BucketBatchSampler(lengths, 8, shuffle=True, seed=3)
-    epochs = [list(running) for _ in range(3)]
-    assert epochs[0] != epochs[2]
-    assert list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3, epoch_now=lambda: 2)) == epochs[2]
-    assert list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3)) == epochs[0]
-
-
-def test_bucket_sampler_shards_batches_across_data_parallel_processes():
-    lengths = torch.randint(20, 130, (203,))
-    whole = list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3))
-    shards = [list(BucketBatchSampler(lengths, 8, shuffle=True, seed=3, rank=r, world_size=3)) for r in range(3)]
-    assert len({len(s) for s in shards}) == 1 and len(shards[0]) == len(whole) // 3  # every process as many steps
-    seen = [tuple(b) for s in shards for b in s]
-    assert len(seen) == len(set(seen)) and set(seen) <= {tuple(b) for b in whole}  # disjoint, from the same epoch
-
-
 def test_players_histories_in_the_batches(deliveries, parts):
     """With history_balls, each sequence carries its players' histories and each ball its player's slot;
     the histories of earlier matches never change when later matches are added to the known deliveries."""
