@@ -9,7 +9,7 @@ chase. A tie counts half a win for the chasing side.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -17,12 +17,12 @@ import torch
 
 from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS, innings_over
+from cricket_attn.simulation.lines import LINE_COLUMNS, QUANTILE_LEVELS, innings_draws, repeated, side_draws, summarise
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup, registry_ids, squads
 from cricket_attn.simulation.state import InningsState, replay
 
-QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 PROJECTION_COLUMNS = (
     "match_id",
     "innings",
@@ -148,9 +148,10 @@ def simulate_points(
     n: int,
     generator: torch.Generator,
     bowlers: BowlerChoice | None = None,
+    keep_states: bool = False,
 ) -> InningsEnd:
     """Each point's n simulations to the end of its innings, point after point ((len(points) * n,) tensors);
-    `bowlers` replaces the bowler rule (a "what if")."""
+    `bowlers` replaces the bowler rule (a "what if"); `keep_states` keeps each simulation's final state."""
     caches = sim.encode_innings(innings, points[0].state.setup)
     rows = torch.arange(len(points)).repeat_interleave(n)
     seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
@@ -163,6 +164,7 @@ def simulate_points(
         lambda chunk: [c.share_rows(seen[chunk]) if c.length else c for c in caches],
         bowlers,
         generator,
+        keep_states,
     )
 
 
@@ -171,8 +173,8 @@ def simulate_points(
 # model's size), so larger runs are rolled this many at a time and the rollout's memory stays flat however
 # many simulations are asked for.
 MAX_ROWS = 4096
-# What is kept of each simulation to its state's end, beside the rollout: its state's 26 per-simulation
-# fields (`InningsState`) and its end, 1,208 bytes on a real innings with XIs of 12 (measured on the tensors by
+# What is kept of each simulation to its state's end, beside the rollout: its state's 28 per-simulation
+# fields (`InningsState`) and its end, 1,400 bytes on a real innings with XIs of 12 (measured on the tensors by
 # tests/simulation/test_rollout.py), with a margin for its result and indices: for the refusal of a --sims
 # that would not fit.
 BYTES_A_SIMULATION = 2048
@@ -185,12 +187,16 @@ def roll_in_chunks(
     caches,
     bowlers: BowlerChoice,
     generator: torch.Generator | None,
+    keep_states: bool = False,
 ) -> InningsEnd:
     """`sim.roll` of one simulation from each state `states.take(rows)` names, MAX_ROWS at a time (a chunk's
     states taken when it is rolled); `caches(chunk)` gives a chunk's caches. Up to MAX_ROWS rows it is one
-    roll, draw for draw."""
-    chunks = torch.arange(len(rows)).split(MAX_ROWS)
-    return InningsEnd.cat([sim.roll(states.take(rows[c]), caches(c), bowlers, generator) for c in chunks])
+    roll, draw for draw. With `keep_states`, the end holds each simulation's final state (the same draws)."""
+    ends = []
+    for chunk in torch.arange(len(rows)).split(MAX_ROWS):
+        rolled = sim.roll(states.take(rows[chunk]), caches(chunk), bowlers, generator, keep_states)
+        ends.append(replace(rolled[0], final=rolled[1]) if keep_states else rolled)
+    return InningsEnd.cat(ends)
 
 
 @dataclass
@@ -251,12 +257,14 @@ class MatchContext:
         generator: torch.Generator,
         bowlers: BowlerChoice | None = None,
         then_chase: bool = True,
+        keep_states: bool = False,
     ) -> tuple[InningsEnd, torch.Tensor | None]:
         """From points of innings `number`: how each simulated innings ended, and each simulation's result
         for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too
-        (None without `then_chase`)."""
+        (None without `then_chase`), its ends as the end's `then`. `keep_states`: the ends hold every
+        simulation's final state (each player's figures)."""
         end = simulate_points(
-            sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator, bowlers
+            sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator, bowlers, keep_states
         )
         if number == 2:
             return end, chase_outcome(end, torch.tensor(self.target(), dtype=torch.float64))
@@ -265,8 +273,9 @@ class MatchContext:
         target = end.runs.double() + 1
         chasing = sim.start(self.setups[2], len(target), target)
         rule = BowlerChoice.for_innings(chasing, sim.usage, self.teams[1], self.date)
-        chased = roll_in_chunks(sim, chasing, torch.arange(chasing.n), lambda chunk: sim.new_caches(), rule, generator)
-        return end, chase_outcome(chased, target)
+        rows = torch.arange(chasing.n)
+        chased = roll_in_chunks(sim, chasing, rows, lambda chunk: sim.new_caches(), rule, generator, keep_states)
+        return replace(end, then=chased), chase_outcome(chased, target)
 
 
 def project_match(
@@ -276,13 +285,17 @@ def project_match(
     n: int = 100,
     seed: int = 0,
     every_ball: bool = False,
-) -> pd.DataFrame:
-    """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point."""
+    players: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point.
+    With `players`, also each player's line in the match from each point (PLAYER_COLUMNS, a row per player
+    and point: his figures so far and in the simulated rest, over the same simulations)."""
     if deliveries[~deliveries["is_super_over"].astype(bool)].empty:
-        return pd.DataFrame(columns=list(PROJECTION_COLUMNS))
+        empty = pd.DataFrame(columns=list(PROJECTION_COLUMNS))
+        return (empty, pd.DataFrame(columns=list(PLAYER_COLUMNS))) if players else empty
     ctx = MatchContext.of(deliveries, matches)
     generator = torch.Generator().manual_seed(seed)
-    rows = []
+    rows, lines = [], []
     for number in (1, 2):
         inn = ctx.innings[number]
         if number == 2 and not len(inn) and ctx.live() != 2:
@@ -292,7 +305,9 @@ def project_match(
             chosen.append(len(inn))  # the state now
         points = ctx.points(sim, number, chosen)
         if points:
-            end, wins = ctx.simulate(sim, number, points, n, generator)
+            end, wins = ctx.simulate(sim, number, points, n, generator, keep_states=players)
+            if players:
+                lines += _line_rows(sim, ctx, number, points, end, n)
             rows += _projection_rows(
                 points,
                 inn,
@@ -304,7 +319,42 @@ def project_match(
                 n,
                 ctx.target() if number == 2 else None,
             )
-    return pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
+    projections = pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
+    return (projections, pd.DataFrame(lines, columns=list(PLAYER_COLUMNS))) if players else projections
+
+
+# A player's line from a point of a match: the point (as PROJECTION_COLUMNS name it), then lines.LINE_COLUMNS.
+PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", *LINE_COLUMNS, "sims")
+
+
+def _line_rows(
+    sim: Simulator, ctx: MatchContext, number: int, points: list[Point], end: InningsEnd, n: int
+) -> list[dict]:
+    """PLAYER_COLUMNS rows of both sides from each point's n simulations (`end` with its final states: from
+    the first innings, the chase's after it in `end.then`; from the chase, the real first innings before)."""
+
+    def take(draws, k: int):  # point k's simulations
+        return {name: v.iloc[k * n : (k + 1) * n].reset_index(drop=True) for name, v in draws.items()}
+
+    chase = innings_draws(end.then.final if number == 1 else end.final)
+    if number == 2:
+        (over,) = ctx.points(sim, 1, [len(ctx.innings[1])])  # the first innings as it was, ball by ball
+        real = tuple(repeated(d, n) for d in innings_draws(over.state))
+    else:
+        simulated = innings_draws(end.final)
+    out = []
+    for k, p in enumerate(points):
+        bat1, bowl1 = real if number == 2 else (take(simulated[0], k), take(simulated[1], k))
+        sides = {
+            ctx.teams[1]: side_draws(bat1, take(chase[1], k)),  # bats first, bowls in the chase
+            ctx.teams[2]: side_draws(take(chase[0], k), bowl1),
+        }
+        for team, draws in sides.items():
+            table = summarise(draws, team)
+            out += table.assign(match_id=ctx.match_id, innings=number, delivery_index=p.index, sims=n).to_dict(
+                "records"
+            )
+    return out
 
 
 def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) -> bool:

@@ -43,15 +43,18 @@ class InningsEnd:
     fours: torch.Tensor
     sixes: torch.Tensor
     cut_short: int = 0  # simulations stopped at the model's longest sequence (never seen in real T20 innings)
+    final: InningsState | None = None  # each simulation's state at its end, where kept (every player's figures)
+    then: InningsEnd | None = None  # from a first innings: how the chase after each simulation ended
 
     @staticmethod
     def cat(ends: list[InningsEnd]) -> InningsEnd:
-        """The ends of several batches of simulations, one after the other."""
+        """The ends of several batches of simulations of one innings, one after the other."""
         if len(ends) == 1:
             return ends[0]
         fields = ("runs", "wickets", "legal", "deliveries", "fours", "sixes")
         joined = {name: torch.cat([getattr(e, name) for e in ends]) for name in fields}
-        return InningsEnd(**joined, cut_short=sum(e.cut_short for e in ends))
+        final = InningsState.stack([e.final for e in ends]) if all(e.final is not None for e in ends) else None
+        return InningsEnd(**joined, cut_short=sum(e.cut_short for e in ends), final=final)
 
 
 @dataclass

@@ -5,7 +5,8 @@
 One row per state simulated: by default the start of every over of both innings (every delivery with
 --every-ball), and for a match in progress its current state. Each row has the score, the projected total
 of the innings being batted (mean and 10/50/90% quantiles), the chasing side's win probability (a tie
-counts half) and its Monte Carlo standard error.
+counts half) and its Monte Carlo standard error. With --players-out, each player's line in the match from
+each state, over the same simulations (`cricket_attn.simulation.lines`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from cricket_attn.inference.recent import level_by_default, since_training, stre
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
+    PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
     MatchContext,
     project_match,
@@ -44,12 +46,14 @@ from cricket_attn.simulation.what_if import next_batter_choices, next_over_bowle
 class SimulationSummary(reading.CommandSummary):
     states: int = 0
     sims: int = 0
+    player_lines: str = ""  # what --players-out wrote
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
 
     def counts(self) -> list[str]:
         return [
             f"matches simulated:  {self.matches:,}",
             f"states:             {self.states:,} ({self.sims:,} simulations each)",
+            *([f"player lines:       {self.player_lines}"] if self.player_lines else []),
         ]
 
     def __str__(self) -> str:
@@ -114,6 +118,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "total (<match>-worm.png) and the win probability (<match>-win.png)",
     )
     p.add_argument(
+        "--players-out",
+        type=Path,
+        help="also write each player's line in the match from each state (.parquet or .csv; one row per player "
+        "and state: his runs, balls, fours, sixes, wickets, balls bowled and runs conceded, the means, the runs' "
+        "and wickets' 10/50/90%% quantiles, and the chances of 30+, 50+, 2+ and 3+ wickets, of batting, "
+        "bowling and getting out), over the same simulations as the projections",
+    )
+    p.add_argument(
         "--next-over-bowlers",
         action="store_true",
         help="for each match in progress, print the win "
@@ -132,6 +144,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
     cli.check_out_path(args.out)
+    if args.players_out:
+        cli.check_out_path(args.players_out, "--players-out")
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)
@@ -169,20 +183,23 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         args.recent_level = level_by_default(trained.encoder)
     levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form)
     sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread, form)
-    frames = []
+    frames, lines = [], []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
     for match_id, match in progress.track(groups, "simulating matches", unit="match"):
         try:
-            frames.append(
-                project_match(
-                    sim.for_match(levels, match_id),
-                    match,
-                    tables.matches,
-                    n=args.sims,
-                    seed=args.seed,
-                    every_ball=args.every_ball,
-                )
+            projected = project_match(
+                sim.for_match(levels, match_id),
+                match,
+                tables.matches,
+                n=args.sims,
+                seed=args.seed,
+                every_ball=args.every_ball,
+                players=bool(args.players_out),
             )
+            if args.players_out:
+                projected, players = projected
+                lines.append(players)
+            frames.append(projected)
         except ValueError as err:
             reason = str(err) if str(match_id) in str(err) else f"match {match_id}: {err}"
             if args.strict:
@@ -192,7 +209,13 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
     cli.check_probabilities(out, ["win_probability"], whole=False)
+    if args.players_out:  # checked whole before either table is written
+        lines = pd.concat(lines, ignore_index=True)
+        cli.check_probabilities(lines, [c for c in PLAYER_COLUMNS if c.startswith("p_")], whole=False)
     cli.write_table(out, args.out)
+    if args.players_out:
+        cli.write_table(lines, args.players_out, "--players-out")
+        summary.player_lines = f"{len(lines):,} ({args.players_out})"
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     if args.plots:
         with cli.writing("--plots", args.plots):

@@ -137,6 +137,7 @@ class InningsState:
         self.striker, self.non_striker, self.bowler = zeros(), torch.ones(n, **long), zeros()
         self.prev_outcome = torch.full((n,), START_OF_INNINGS, **long)
         self.batter_runs, self.batter_faced = zeros(len(bat)), zeros(len(bat))
+        self.batter_fours, self.batter_sixes = zeros(len(bat)), zeros(len(bat))  # each player's line, not inputs
         self.batted = torch.zeros(n, len(bat), dtype=torch.bool)  # came to the crease
         self.out = torch.zeros(n, len(bat), dtype=torch.bool)  # out (or retired)
         self.batted[:, :2] = True
@@ -246,6 +247,8 @@ class InningsState:
         self.wickets += ball.wickets
         self.batter_runs[rows, self.striker] += ball.runs_batter
         self.batter_faced[rows, self.striker] += adds["faced"].long()
+        self.batter_fours[rows, self.striker] += (ball.runs_batter == 4).long()  # off a no-ball too, as scored
+        self.batter_sixes[rows, self.striker] += (ball.runs_batter == 6).long()
         self.bowler_balls[rows, self.bowler] += legal
         self.bowler_runs[rows, self.bowler] += adds["conceded"]
         self.bowler_wickets[rows, self.bowler] += adds["bowler_wickets"].long()
@@ -272,10 +275,12 @@ class InningsState:
         non_striker_out = torch.where(swap, ball.striker_out, ball.non_striker_out)
         self.out[rows, self.striker] |= striker_out
         self.out[rows, self.non_striker] |= non_striker_out
+        # The next in the order comes in, unless that ball ended the innings (he never reached the crease).
+        going_on = ~self.finished()
         self.striker = torch.where(striker_out, self.next_batter(), self.striker)
-        self.batted[rows, self.striker] = True
+        self.batted[rows, self.striker] |= going_on
         self.non_striker = torch.where(non_striker_out, self.next_batter(), self.non_striker)
-        self.batted[rows, self.non_striker] = True
+        self.batted[rows, self.non_striker] |= going_on
 
     def next_batter(self) -> torch.Tensor:
         """(N,) the first slot in batting order not yet at the crease (the last slot once all have batted)."""
@@ -348,8 +353,9 @@ class InningsState:
 
 _PER_SIMULATION = (
     "target", "runs", "wickets", "legal", "deliveries", "over", "legal_in_over", "striker", "non_striker", "bowler",
-    "prev_outcome", "batter_runs", "batter_faced", "batted", "out", "bowler_balls", "bowler_runs", "bowler_wickets",
-    "bowler_overs", "over_bowler", "last_bowler", "partnership_runs", "partnership_balls", "recent", "fours", "sixes",
+    "prev_outcome", "batter_runs", "batter_faced", "batter_fours", "batter_sixes", "batted", "out", "bowler_balls",
+    "bowler_runs", "bowler_wickets", "bowler_overs", "over_bowler", "last_bowler", "partnership_runs",
+    "partnership_balls", "recent", "fours", "sixes",
 )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from cricket_attn.simulation.match import PROJECTION_COLUMNS, over_starts
+from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, over_starts
 from cricket_attn.simulation.simulate import main, parse_args, run
 from tests.conftest import FIXTURES
 from tests.data.test_sources import GOOD, UPPER, broken_zips
@@ -50,9 +50,19 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     pictures = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert pictures == sorted(f"{m}-{kind}.png" for m in ("1473439", f"{LIVE_MATCH}_live") for kind in ("worm", "win"))
     assert all((tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in pictures)
-    again = tmp_path / "again.parquet"  # same seed, same numbers (the live match alone: each match has its own draws)
-    run(args(checkpoint, again, live))
+    # Same seed, same numbers (the live match alone: each match has its own draws), with the players' lines
+    # beside over the same simulations.
+    again, players = tmp_path / "again.parquet", tmp_path / "players.csv"
+    assert "player lines:" in str(run(args(checkpoint, again, live, extra=("--players-out", str(players)))))
     pd.testing.assert_frame_equal(live_rows.reset_index(drop=True), pd.read_parquet(again))
+    lines = pd.read_csv(players, dtype={"match_id": str})
+    assert list(lines.columns) == list(PLAYER_COLUMNS) and (lines["sims"] == 4).all()
+    per_state = lines.groupby(["innings", "delivery_index", "team"]).size()
+    assert len(per_state) == 2 * len(live_rows) and (per_state >= 11).all()  # both sides from every state
+    chase = lines[lines["innings"] == 2]
+    now = chase[chase["delivery_index"] == chase["delivery_index"].max()]  # the state now, in the chase
+    first_side = now[now["p_bats"].notna() & (now["team"] != current["batting_team"])]
+    assert (first_side["runs_q10"] == first_side["runs_q90"]).all()  # their innings is over: known, not drawn
     # A model reading records as of the day has the league's level among its inputs, so by default no offset
     # is learnt on top (as --recent-level 0); with one from the known matches since training, on the same
     # seed, the projections move.
@@ -135,6 +145,7 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
     [
         (["--sims", "0"], "--sims 0: at least one simulation"),
         (["--out-name", "x.txt"], "must end in .parquet or .csv"),
+        (["--players-out", "p.txt"], "--players-out p.txt: the file name must end in .parquet or .csv"),
     ],
 )
 def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):

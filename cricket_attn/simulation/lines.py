@@ -1,0 +1,95 @@
+"""Each player's line from simulated matches: what every batter and bowler of both sides did in each
+simulation (the state's per-slot figures at each innings' end: the real balls so far and the simulated rest),
+summed up per player over the simulations.
+
+The simulations are joint draws of the whole match, so one simulation's lines belong together (a batter's
+fifty and his partner's duck come from the same draw, and so does the bowling that conceded them):
+`innings_draws` and `side_draws` keep them as draws, `summarise` reduces them to each player's mean,
+quantiles and chances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cricket_attn.data.sequences import UNK
+from cricket_attn.simulation.state import InningsState
+
+QUANTILE_LEVELS = (0.1, 0.5, 0.9)
+# A batter's figures in a simulation, from the state's slots: runs, balls faced, fours, sixes (runs off the
+# bat of 4 and 6, off a no-ball too, as scorecards count them), out, came to the crease.
+BATTING = {
+    "runs": "batter_runs",
+    "balls": "batter_faced",
+    "fours": "batter_fours",
+    "sixes": "batter_sixes",
+    "out": "out",
+    "bats": "batted",
+}
+# A bowler's: legal balls bowled, runs conceded (wides and no-balls included, byes not), wickets; "bowls",
+# whether he bowled at all, follows from his balls.
+BOWLING = {"bowled_balls": "bowler_balls", "conceded": "bowler_runs", "wickets": "bowler_wickets"}
+FLAGS = ("out", "bats", "bowls")  # figures that are yes or no: their mean is a chance
+# The chances a line gives beside, each a threshold on one figure: P(figure >= threshold).
+CHANCES = {"p_30": ("runs", 30), "p_50": ("runs", 50), "p_2_wickets": ("wickets", 2), "p_3_wickets": ("wickets", 3)}
+LINE_COLUMNS = (
+    "team", "player", "runs_mean", "runs_q10", "runs_q50", "runs_q90", "balls_mean", "fours_mean", "sixes_mean",
+    "p_30", "p_50", "p_out", "p_bats", "wickets_mean", "wickets_q10", "wickets_q50", "wickets_q90",
+    "bowled_balls_mean", "conceded_mean", "p_2_wickets", "p_3_wickets", "p_bowls",
+)  # fmt: skip
+
+Draws = dict[str, pd.DataFrame]  # figure -> one row per simulation, one column per player
+
+
+def innings_draws(state: InningsState) -> tuple[Draws, Draws]:
+    """The batting side's BATTING figures and the bowling side's BOWLING figures (and "bowls") at the end of
+    every simulation of `state`, an innings' state at its end (as `Simulator.roll(keep_states=True)` gives
+    it). The sides' filling slots (the unknown player, where a side lists fewer than eleven) are left out."""
+    setup = state.setup
+    sides = []
+    for figures, players in ((BATTING, setup.batting), (BOWLING, setup.bowling)):
+        keep = [i for i, name in enumerate(players) if name != UNK]
+        names = [players[i] for i in keep]
+        sides.append(
+            {figure: pd.DataFrame(getattr(state, a)[:, keep].numpy(), columns=names) for figure, a in figures.items()}
+        )
+    batting, bowling = sides
+    bowling["bowls"] = bowling["bowled_balls"] > 0
+    return batting, bowling
+
+
+def repeated(draws: Draws, n: int) -> Draws:
+    """Draws of one simulation (a real innings, over) as n identical ones, to join n simulations of the other."""
+    return {k: pd.DataFrame(np.repeat(v.to_numpy(), n, axis=0), columns=v.columns) for k, v in draws.items()}
+
+
+def side_draws(batting: Draws, bowling: Draws) -> Draws:
+    """One side's figures in a match, draw by draw: its batters' from the innings it batted, its bowlers'
+    from the innings it bowled (the same number of draws, the same simulations in the same order), over all
+    its players; a player listed in one of the two only has nothing (0, no) in the other."""
+    players = list(dict.fromkeys([*batting["runs"].columns, *bowling["wickets"].columns]))
+    return {
+        k: v.reindex(columns=players, fill_value=False if k in FLAGS else 0) for k, v in {**batting, **bowling}.items()
+    }
+
+
+def summarise(draws: Draws, team: str) -> pd.DataFrame:
+    """One row per player of a side (`side_draws`, or one innings' side): LINE_COLUMNS, each figure's mean,
+    the runs' and the wickets' 10/50/90% quantiles, and the chances (P(out), P(bats), P(bowls), CHANCES);
+    a role the draws do not hold (a side's bowling, given its batting alone) is left empty."""
+    main = next(iter(draws.values()))
+    rows = []
+    for player in main.columns:
+        row = {"team": team, "player": player}
+        for figure, values in draws.items():
+            x = values[player].to_numpy()
+            row[f"p_{figure}" if figure in FLAGS else f"{figure}_mean"] = float(x.mean())
+            if figure in ("runs", "wickets"):
+                q = np.quantile(x, QUANTILE_LEVELS)
+                row.update({f"{figure}_q{round(level * 100)}": float(v) for level, v in zip(QUANTILE_LEVELS, q)})
+        for chance, (figure, threshold) in CHANCES.items():
+            if figure in draws:
+                row[chance] = float((draws[figure][player].to_numpy() >= threshold).mean())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(LINE_COLUMNS))
