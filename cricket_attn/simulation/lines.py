@@ -37,6 +37,7 @@ LINE_COLUMNS = (
     "team", "player", "runs_mean", "runs_q10", "runs_q50", "runs_q90", "balls_mean", "fours_mean", "sixes_mean",
     "p_30", "p_50", "p_out", "p_bats", "wickets_mean", "wickets_q10", "wickets_q50", "wickets_q90",
     "bowled_balls_mean", "conceded_mean", "p_2_wickets", "p_3_wickets", "p_bowls",
+    "fantasy_mean", "fantasy_q10", "fantasy_q50", "fantasy_q90",
 )  # fmt: skip
 
 Draws = dict[str, pd.DataFrame]  # figure -> one row per simulation, one column per player
@@ -74,18 +75,20 @@ def side_draws(batting: Draws, bowling: Draws) -> Draws:
     }
 
 
-def summarise(draws: Draws, team: str) -> pd.DataFrame:
+def summarise(draws: Draws, team: str, points: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per player of a side (`side_draws`, or one innings' side): LINE_COLUMNS, each figure's mean,
-    the runs' and the wickets' 10/50/90% quantiles, and the chances (P(out), P(bats), P(bowls), CHANCES);
-    a role the draws do not hold (a side's bowling, given its batting alone) is left empty."""
+    the runs', the wickets' and (given each draw's fantasy `points`) the points' 10/50/90% quantiles, and the
+    chances (P(out), P(bats), P(bowls), CHANCES); what the draws do not hold (a side's bowling, given its
+    batting alone) is left empty."""
     main = next(iter(draws.values()))
+    figures = {**draws, **({"fantasy": points} if points is not None else {})}
     rows = []
     for player in main.columns:
         row = {"team": team, "player": player}
-        for figure, values in draws.items():
+        for figure, values in figures.items():
             x = values[player].to_numpy()
             row[f"p_{figure}" if figure in FLAGS else f"{figure}_mean"] = float(x.mean())
-            if figure in ("runs", "wickets"):
+            if figure in ("runs", "wickets", "fantasy"):
                 q = np.quantile(x, QUANTILE_LEVELS)
                 row.update({f"{figure}_q{round(level * 100)}": float(v) for level, v in zip(QUANTILE_LEVELS, q)})
         for chance, (figure, threshold) in CHANCES.items():

@@ -17,6 +17,7 @@ import torch
 
 from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS, innings_over
+from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.lines import LINE_COLUMNS, QUANTILE_LEVELS, innings_draws, repeated, side_draws, summarise
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
@@ -286,10 +287,12 @@ def project_match(
     seed: int = 0,
     every_ball: bool = False,
     players: bool = False,
+    fantasy: FantasyTable | None = None,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point.
     With `players`, also each player's line in the match from each point (PLAYER_COLUMNS, a row per player
-    and point: his figures so far and in the simulated rest, over the same simulations)."""
+    and point: his figures so far and in the simulated rest, over the same simulations; his `fantasy`
+    points by that table, if given)."""
     if deliveries[~deliveries["is_super_over"].astype(bool)].empty:
         empty = pd.DataFrame(columns=list(PROJECTION_COLUMNS))
         return (empty, pd.DataFrame(columns=list(PLAYER_COLUMNS))) if players else empty
@@ -307,7 +310,7 @@ def project_match(
         if points:
             end, wins = ctx.simulate(sim, number, points, n, generator, keep_states=players)
             if players:
-                lines += _line_rows(sim, ctx, number, points, end, n)
+                lines += _line_rows(sim, ctx, number, points, end, n, fantasy)
             rows += _projection_rows(
                 points,
                 inn,
@@ -328,7 +331,13 @@ PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", *LINE_COLUMNS, "sims"
 
 
 def _line_rows(
-    sim: Simulator, ctx: MatchContext, number: int, points: list[Point], end: InningsEnd, n: int
+    sim: Simulator,
+    ctx: MatchContext,
+    number: int,
+    points: list[Point],
+    end: InningsEnd,
+    n: int,
+    fantasy: FantasyTable | None,
 ) -> list[dict]:
     """PLAYER_COLUMNS rows of both sides from each point's n simulations (`end` with its final states: from
     the first innings, the chase's after it in `end.then`; from the chase, the real first innings before)."""
@@ -350,7 +359,7 @@ def _line_rows(
             ctx.teams[2]: side_draws(take(chase[0], k), bowl1),
         }
         for team, draws in sides.items():
-            table = summarise(draws, team)
+            table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
             out += table.assign(match_id=ctx.match_id, innings=number, delivery_index=p.index, sims=n).to_dict(
                 "records"
             )

@@ -29,6 +29,7 @@ from cricket_attn.data.histories import known_deliveries
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
+from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PLAYER_COLUMNS,
@@ -126,6 +127,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "bowling and getting out), over the same simulations as the projections",
     )
     p.add_argument(
+        "--fantasy",
+        default="t20",
+        metavar="TABLE",
+        help="with --players-out, each player's fantasy points by conf/fantasy/TABLE.yaml (default %(default)s: "
+        "a common T20 table; copy it to make your platform's)",
+    )
+    p.add_argument(
         "--next-over-bowlers",
         action="store_true",
         help="for each match in progress, print the win "
@@ -144,8 +152,10 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
     cli.check_out_path(args.out)
+    fantasy = None
     if args.players_out:
         cli.check_out_path(args.players_out, "--players-out")
+        fantasy = FantasyTable.load(args.fantasy)
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)
@@ -195,6 +205,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
                 seed=args.seed,
                 every_ball=args.every_ball,
                 players=bool(args.players_out),
+                fantasy=fantasy,
             )
             if args.players_out:
                 projected, players = projected

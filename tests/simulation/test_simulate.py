@@ -57,6 +57,7 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     pd.testing.assert_frame_equal(live_rows.reset_index(drop=True), pd.read_parquet(again))
     lines = pd.read_csv(players, dtype={"match_id": str})
     assert list(lines.columns) == list(PLAYER_COLUMNS) and (lines["sims"] == 4).all()
+    assert lines["fantasy_mean"].notna().all()  # by the default table, conf/fantasy/t20.yaml
     per_state = lines.groupby(["innings", "delivery_index", "team"]).size()
     assert len(per_state) == 2 * len(live_rows) and (per_state >= 11).all()  # both sides from every state
     chase = lines[lines["innings"] == 2]
@@ -146,6 +147,7 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
         (["--sims", "0"], "--sims 0: at least one simulation"),
         (["--out-name", "x.txt"], "must end in .parquet or .csv"),
         (["--players-out", "p.txt"], "--players-out p.txt: the file name must end in .parquet or .csv"),
+        (["--players-out", "p.csv", "--fantasy", "dream"], "--fantasy dream: no "),
     ],
 )
 def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):
