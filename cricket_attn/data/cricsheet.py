@@ -122,11 +122,19 @@ class _Parser:
         if version.split(".")[0] != SUPPORTED_MAJOR_VERSION:
             raise self.error("meta.data_version", f"unsupported data version {version!r} (this reads 1.x)")
         info = self.parse_info(self.get(doc, "info", dict, ""))
-        innings_list = self.get(doc, "innings", list, "")
+        # A file with its info alone (the sides named, no ball bowled) is a match before its first ball.
+        innings_list = self.get(doc, "innings", list, "", default=[])
         innings, deliveries = [], []
         for pos, inn in enumerate(innings_list):
             innings.append(self.parse_innings(inn, pos, info, deliveries))
         return ParsedMatch(info=info, innings=innings, deliveries=deliveries)
+
+    def toss_decision(self, toss: dict) -> str | None:
+        """What the toss winner chose: "bat" or "field" (None where the file does not say)."""
+        decision = self.get(toss, "decision", str, "info.toss", default=None)
+        if decision is not None and decision not in ("bat", "field"):
+            raise self.error("info.toss.decision", f"{decision!r}: must be 'bat' or 'field'")
+        return decision
 
     def parse_info(self, info: dict) -> dict:
         dates = self.get(info, "dates", list, "info")
@@ -196,6 +204,7 @@ class _Parser:
             "team1_player_ids": squad_ids[0],
             "team2_player_ids": squad_ids[1],
             "toss_winner": self.get(toss, "winner", str, "info.toss", default=None),
+            "toss_decision": self.toss_decision(toss),
             "winner": self.get(outcome, "winner", str, "info.outcome", default=None),
             "win_by_runs": self.get(by, "runs", int, "info.outcome.by", default=None),
             "win_by_wickets": self.get(by, "wickets", int, "info.outcome.by", default=None),

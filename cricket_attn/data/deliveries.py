@@ -30,7 +30,7 @@ from cricket_attn.data.sources import (
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: the toss's decision; files with no innings (before the match) read
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.

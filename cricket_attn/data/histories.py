@@ -110,7 +110,7 @@ def known_deliveries(*tables: pd.DataFrame) -> pd.DataFrame:
     """Several deliveries tables as one, each match once (the first table's copy wins): what players'
     histories are built from when scoring matches beside an archive of earlier ones."""
     parts, seen = [], set()
-    for d in tables:
+    for d in [t for t in tables if len(t)] or tables[:1]:  # an empty table (matches not yet begun) adds nothing
         ids = d["match_id"].astype(str)
         parts.append(d[~ids.isin(seen)].astype({c: object for c in ("outcome", "phase", "batter", "bowler")}))
         seen |= set(ids)

@@ -61,6 +61,31 @@ class InningsSetup:
             powerplays=str(first["powerplays"]) if "powerplays" in d and pd.notna(first["powerplays"]) else "",
         )
 
+    @classmethod
+    def before_match(cls, matches: pd.DataFrame, match_id, batting_team: str, bowling_team: str) -> InningsSetup:
+        """The first innings of a match not yet begun (its file's info alone: the sides, the venue, the date):
+        the sides as listed (`squads`), the scheduled overs (20 where the file gives none), the format's
+        powerplays."""
+        row = matches.loc[matches["match_id"].astype(str) == str(match_id)].iloc[0]
+        batting, bowling = squads(matches, match_id, batting_team, bowling_team)
+        overs = int(row["scheduled_overs"]) if pd.notna(row.get("scheduled_overs")) else 20
+        text = lambda key: str(row[key]) if key in row and pd.notna(row[key]) else ""
+        return cls(
+            batting=batting,
+            bowling=bowling,
+            venue=text("venue"),
+            season=int(row["season"]),
+            match_type=str(row["match_type"]),
+            balls_per_over=int(row["balls_per_over"]),
+            balls=overs * int(row["balls_per_over"]),
+            chase=False,
+            date=pd.Timestamp(row["date"]),
+            competition=text("competition"),
+            team_type=text("team_type"),
+            city=text("city") or None,
+            ids=registry_ids(pd.DataFrame(), matches, match_id),
+        )
+
 
 def registry_ids(d: pd.DataFrame, matches: pd.DataFrame | None, match_id) -> dict[str, str]:
     """Name -> registry id of a match's players: both sides as the matches table lists them, and whoever

@@ -35,6 +35,7 @@ from cricket_attn.simulation.match import (
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
     MatchContext,
+    project_before,
     project_match,
 )
 from cricket_attn.simulation.plots import plot_match
@@ -165,12 +166,19 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     summary = SimulationSummary(skipped=reading.left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
-    if tables.deliveries.empty:
+    # A match file of its info alone (the sides named, no ball bowled) is simulated from before its first ball.
+    m = tables.matches
+    before = m.loc[m["n_deliveries"] == 0, "match_id"].astype(str).tolist() if len(m) else []
+    if tables.deliveries.empty and not before:
         raise ValueError(
             f"nothing to simulate in {', '.join(args.sources)}: {reading.nothing_found(args.sources, tables)}"
         )
     tables, refused = trained.playable(tables, scheduled=True)  # before any tensor is built
-    sets = not_simulated(tables.deliveries)
+    sets = {
+        **not_simulated(tables.deliveries),
+        **not_simulated(tables.matches[tables.matches["match_id"].isin(before)]),
+    }
+    before = [m for m in before if m not in sets]
     tables = replace(tables, deliveries=tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(sets)])
     refused += list(sets.values())
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
@@ -180,6 +188,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     per_innings = d.groupby(["match_id", "innings"], observed=True)["is_legal"]
     states = (per_innings.size() if args.every_ball else per_innings.sum() // 6) + 2
     most = int(states.groupby(level="match_id", observed=True).sum().max()) if len(states) else 0
+    most = max(most, 2 if before else 0)  # a match before its first ball: one state for each side batting first
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
@@ -195,18 +204,23 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread, form)
     frames, lines = [], []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
-    for match_id, match in progress.track(groups, "simulating matches", unit="match"):
+    # Each match: its projections (and lines), or the reason it was skipped. A match begun is projected from
+    # its deliveries, one not begun (its info alone) from before its first ball.
+    settings = dict(n=args.sims, seed=args.seed, players=bool(args.players_out), fantasy=fantasy)
+    jobs = [
+        (
+            match_id,
+            lambda here, match=match: project_match(
+                here, match, tables.matches, every_ball=args.every_ball, **settings
+            ),
+        )
+        for match_id, match in groups
+    ] + [
+        (match_id, lambda here, m=match_id: project_before(here, tables.matches, m, **settings)) for match_id in before
+    ]
+    for match_id, project in progress.track(jobs, "simulating matches", unit="match"):
         try:
-            projected = project_match(
-                sim.for_match(levels, match_id),
-                match,
-                tables.matches,
-                n=args.sims,
-                seed=args.seed,
-                every_ball=args.every_ball,
-                players=bool(args.players_out),
-                fantasy=fantasy,
-            )
+            projected = project(sim.for_match(levels, match_id))
             if args.players_out:
                 projected, players = projected
                 lines.append(players)

@@ -399,9 +399,11 @@ def replay(state: InningsState, d: pd.DataFrame, before_ball=None) -> InningsSta
     recorded, with the (striker, non-striker) slots the laws gave before the record's were put."""
     if state.n != 1:
         raise ValueError(f"replay moves a state of one simulation (then `take` copies of it), this one has {state.n}")
+    if d.empty:  # an innings not yet begun: the state before its first ball
+        return state
     batting = {p: i for i, p in enumerate(state.setup.batting)}
     bowling = {p: i for i, p in enumerate(state.setup.bowling)}
-    if len(d) and int(state.deliveries[0]) == 0:
+    if int(state.deliveries[0]) == 0:
         state.batted[:] = False  # the record names the openers, who need not be the first two listed
     balls = Delivery.from_table(d)
     overs = d["over"].to_numpy()

@@ -175,13 +175,26 @@ def test_abandoned_match_yields_no_rows_and_no_error():
     assert parsed.deliveries == [] and parsed.innings == []
 
 
+def test_a_file_of_its_info_alone_is_a_match_before_its_first_ball():
+    """The sides, the venue, the date and the toss written down before the match: no innings at all."""
+    before = parse_match(edited("1178424", lambda doc: doc.pop("innings")))
+    assert before.innings == [] and before.deliveries == []
+    full = parse_match(match_file("1178424"))
+    assert before.info["toss_decision"] == full.info["toss_decision"] in ("bat", "field")
+    assert before.info["team1_players"] == full.info["team1_players"]
+
+
 BAD = {
     "runs.batter": (
         lambda doc: doc["innings"][0]["overs"][2]["deliveries"][1]["runs"].update(batter="four"),
         "innings[0].overs[2].deliveries[1].runs.batter",
         "expected int, got 'four'",
     ),
-    "missing innings": (lambda doc: doc.pop("innings"), "innings", "missing"),
+    "toss decision": (
+        lambda doc: doc["info"]["toss"].update(decision="bowl"),
+        "info.toss.decision",
+        "'bowl': must be 'bat' or 'field'",
+    ),
     "version": (lambda doc: doc["meta"].update(data_version="2.0.0"), "meta.data_version", "unsupported"),
     "batter type": (
         lambda doc: doc["innings"][1]["overs"][0]["deliveries"][0].update(batter=7),

@@ -301,3 +301,20 @@ def test_nothing_to_simulate_says_what_was_there(checkpoint, tmp_path, capsys):
     assert main([*args_list(checkpoint, tmp_path / "out.csv"), str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(": found 1 file (1 .txt)") and "nothing to simulate in" in err[0]
+
+
+def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_first(checkpoint, tmp_path):
+    """Two files of the info alone (the XIs, the venue, the date), one with its toss and one without, beside a
+    finished match: the state before the first ball of each, its lines, and the refusals named."""
+    no_toss = edited(tmp_path, "1473439", lambda doc: (doc.pop("innings"), doc["info"].pop("toss")))
+    tossed = edited(tmp_path, "1082591", lambda doc: doc.pop("innings"))
+    short = edited(tmp_path, "1178424", lambda doc: (doc.pop("innings"), doc["info"].pop("venue")))
+    out, players = tmp_path / "out.csv", tmp_path / "players.csv"
+    summary = run(args(checkpoint, out, no_toss, tossed, short, extra=("--players-out", str(players))))
+    frame = pd.read_csv(out, dtype={"match_id": str})
+    assert summary.matches == 2 and len(frame) == 3 and (frame["delivery_index"] == 0).all()
+    assert frame.groupby("match_id")["order_weight"].sum().tolist() == [1.0, 1.0]
+    assert sorted(frame.loc[frame["match_id"] == "1473439", "order_weight"]) == [0.5, 0.5]
+    assert any("match 1178424: info.venue: no venue" in reason for reason in summary.skipped)
+    lines = pd.read_csv(players, dtype={"match_id": str})
+    assert set(lines["match_id"]) == {"1473439", "1082591"} and lines["fantasy_mean"].notna().all()

@@ -1,0 +1,82 @@
+"""A match before its first ball, from its file's info alone (the XIs, the venue, the date, the toss): the win
+probability and the projected totals for each side that may bat first, every player's line, and a file that
+cannot be simulated refused by its match and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cricket_attn.data.deliveries import build_tables
+from cricket_attn.data.sources import MatchFile
+from cricket_attn.simulation.fantasy import FantasyTable
+from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError, project_before
+from tests.conftest import match_file
+
+MATCH = "1473439"
+
+
+def before(phases, edit=None):
+    """The fixture match's file with its innings taken away (and `edit` applied to the rest): its matches table."""
+    doc = json.loads(match_file(MATCH).raw)
+    doc.pop("innings")
+    if edit:
+        edit(doc)
+    tables = build_tables([MatchFile(f"{MATCH}.json", MATCH, json.dumps(doc).encode())], phases)
+    assert tables.deliveries.empty and len(tables.matches) == 1
+    return tables.matches, doc
+
+
+def test_with_the_toss_the_side_that_chose_bats_first(fixture_simulator, phases):
+    matches, doc = before(phases)
+    toss = doc["info"]["toss"]
+    teams = doc["info"]["teams"]
+    first = toss["winner"] if toss["decision"] == "bat" else next(t for t in teams if t != toss["winner"])
+    projections, lines = project_before(
+        fixture_simulator, matches, MATCH, n=64, seed=0, players=True, fantasy=FantasyTable.load()
+    )
+    assert list(projections.columns) == list(PROJECTION_COLUMNS) and len(projections) == 1
+    row = projections.iloc[0]
+    assert row["batting_team"] == first and row["order_weight"] == 1 and row["innings"] == 1
+    assert (row["runs"], row["wickets"], row["legal_balls"], row["over"], row["ball"]) == (0, 0, 0, 0, 1)
+    assert 0 < row["win_probability"] < 1 and row["win_probability_se"] > 0 and row["projected_total"] > 60
+    assert list(lines.columns) == list(PLAYER_COLUMNS)
+    for team in teams:
+        side = lines[lines["team"] == team]
+        assert len(side) == len(doc["info"]["players"][team]) and set(side["player"]) == set(
+            doc["info"]["players"][team]
+        )
+    batting_first = lines[lines["team"] == first]
+    assert (batting_first["p_bats"] == 1).sum() >= 2 and lines["fantasy_mean"].notna().all()
+    again = project_before(fixture_simulator, matches, MATCH, n=64, seed=0)
+    assert again["win_probability"].tolist() == projections["win_probability"].tolist()  # same seed, same numbers
+
+
+def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator, phases):
+    matches, doc = before(phases, lambda doc: doc["info"].pop("toss"))
+    projections = project_before(fixture_simulator, matches, MATCH, n=32, seed=0)
+    assert sorted(projections["batting_team"]) == sorted(doc["info"]["teams"])
+    assert projections["order_weight"].tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda info, a, b: info["players"].update({a: info["players"][a][:10]}), "info.players.{a}: 10 players"),
+        (lambda info, a, b: info["players"][a].extend(["X"] * (13 - len(info["players"][a]))), "info.players.{a}: 13"),
+        (
+            lambda info, a, b: info["players"][b].__setitem__(0, info["players"][a][0]),
+            "info.players: {p} listed for both",
+        ),
+        (lambda info, a, b: info.pop("venue"), "info.venue: no venue"),
+        (lambda info, a, b: info.pop("players"), "info.players.{a}: no players listed"),
+    ],
+)
+def test_a_match_that_cannot_be_simulated_is_refused_by_its_field(fixture_simulator, phases, edit, field):
+    doc = json.loads(match_file(MATCH).raw)
+    a, b = doc["info"]["teams"]
+    p = doc["info"]["players"][a][0]
+    matches, _ = before(phases, lambda doc: edit(doc["info"], a, b))
+    with pytest.raises(StateError, match=f"match {MATCH}: " + field.format(a=a, p=p)):
+        project_before(fixture_simulator, matches, MATCH, n=4)
