@@ -37,7 +37,7 @@ main: $(STAMP)
 # their records as of the day in every competition): the pooled model with a moving average of its weights
 # (callbacks=ema: steadier from seed to seed, better on every league) on a 12-epoch schedule with one refitted
 # member, then the same fine-tuned on the IPL from its weights, then the baselines on the pooled table, paired
-# with the fine-tuned run (IPL 2025-2026 1.6555, 95 min on a 2-vCPU VM: README, "Every men's T20 league").
+# with the fine-tuned run (IPL 2025-2026 1.6553, about 83 min on a 2-vCPU VM: README, "Every men's T20 league").
 # Each training stage has its folder under LEAGUES: `make leagues` again continues a stopped stage where it
 # stopped, in the same MLflow run, and keeps a finished one (LEAGUES=<another folder> for a new run).
 LEAGUES ?= $(CURDIR)/outputs/leagues

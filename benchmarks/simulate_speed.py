@@ -7,6 +7,9 @@
    one new ball into the KV cache per step, against recomputing the whole prefix at every step.
 2. The whole simulator (state update, bowler rule, sampling, scorebook, model): N innings of a real 2025
    match from ball 0 to their end, in simulated balls per second.
+3. The same match before the toss (its file's info alone, the toss taken out): N simulations of the whole
+   match for each side batting first, with every player's line and fantasy points (`project_before`), in
+   seconds end to end.
 Prints a table last; run it on a quiet machine.
 """
 
@@ -24,6 +27,8 @@ from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import Ensemble
+from cricket_attn.simulation.fantasy import FantasyTable
+from cricket_attn.simulation.match import project_before
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup
@@ -93,6 +98,14 @@ def main() -> None:
             (f"whole simulator, the model ({len(members)} members)", simulated / seconds, float("nan"), float("nan"))
         )
 
+    before = None
+    if device.type == "cpu":
+        matches = tables.matches.assign(toss_winner=None, toss_decision=None)  # before the toss
+        start = time.perf_counter()
+        projected, lines = project_before(
+            sim, matches, args.match, n=args.sims, seed=0, players=True, fantasy=FantasyTable.load()
+        )
+        before = time.perf_counter() - start
     print(
         f"\nmachine: {cpu()}, {args.threads} thread(s), torch "
         f"{torch.__version__}, device {args.device}; {args.sims} innings at once, {balls} balls"
@@ -102,6 +115,11 @@ def main() -> None:
         print(f"{name:<48} {fast:>15,.0f} {slow:>12,.0f} {ratio:>8.1f}x")
     if simulated:
         print(f"(whole simulator: {args.sims} first innings from ball 0, {simulated:,} deliveries in {seconds:.1f} s)")
+    if before is not None:
+        print(
+            f"match {args.match} before the toss: {args.sims} simulations of the match for each side batting first, "
+            f"{len(lines)} player lines with fantasy points, in {before:.1f} s"
+        )
 
 
 if __name__ == "__main__":
