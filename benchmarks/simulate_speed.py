@@ -57,6 +57,7 @@ def main() -> None:
     p.add_argument("--match", default="1473438", help="a 2025 match whose first innings is simulated")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--before-only", action="store_true", help="time part 3 alone (the match before the toss)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
@@ -75,7 +76,9 @@ def main() -> None:
     one = trained.encoder.encode(innings).collate([0])
     batch = {k: v.expand(args.sims, *v.shape[1:]).contiguous().to(device) for k, v in one.items()}
     rows = []
-    for label, chosen in (("one member", members[:1]), (f"the model ({len(members)} members)", members)):
+    for label, chosen in (
+        () if args.before_only else (("one member", members[:1]), (f"the model ({len(members)} members)", members))
+    ):
         model_steps(chosen, {k: v[:8] for k, v in batch.items()}, 4, True)  # warm-up
         cached = model_steps(chosen, batch, balls, cached=True)
         recomputed = model_steps(chosen, batch, balls, cached=False)
@@ -86,6 +89,7 @@ def main() -> None:
     simulated = seconds = 0
     if device.type == "cpu":  # the simulator's state lives on the CPU; on a GPU only the model steps are timed
         sim = Simulator.build(model, trained.encoder, phases, d)
+    if device.type == "cpu" and not args.before_only:
         state = sim.start(InningsSetup.from_table(innings, tables.matches), args.sims)
         bowlers = BowlerChoice.for_innings(
             state, sim.usage, str(innings["bowling_team"].iloc[0]), innings["date"].iloc[0]
