@@ -194,6 +194,8 @@ def main() -> None:
                 callbacks=[],
             )
             fresh = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
+            if cfg.compile:
+                fresh.compile_model()
             return timed(lambda: trainer.fit(fresh, dm))
 
         # Two fits, of n and n/2 batches: their difference leaves out what a fit costs before its first step.

@@ -65,12 +65,15 @@ class FantasyTable:
             table = t.get(keys[0], {}).get(keys[1]) if isinstance(t.get(keys[0]), Mapping) else None
             if not isinstance(table, Mapping) or not table:
                 raise FantasyError(f"{where}: {'.'.join(keys)}: expected a map of thresholds to points")
-            return tuple(sorted((int(k), number(*keys, k)) for k in table))
+            if not all(isinstance(k, int) and not isinstance(k, bool) for k in table):
+                raise FantasyError(f"{where}: {'.'.join(keys)}: the thresholds must be whole numbers")
+            return tuple(sorted((k, number(*keys, k)) for k in table))
 
         def bands(key):
             rows = t.get(key, {}).get("bands") if isinstance(t.get(key), Mapping) else None
-            if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 for r in rows):
-                raise FantasyError(f"{where}: {key}.bands: expected rows of [from, below, points]")
+            numbers = lambda r: all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+            if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 and numbers(r) for r in rows):
+                raise FantasyError(f"{where}: {key}.bands: expected rows of three numbers [from, below, points]")
             out = tuple(tuple(float(x) for x in r) for r in rows)
             if any(not lo < hi for lo, hi, _ in out):
                 raise FantasyError(f"{where}: {key}.bands: each row's from must be below its below")

@@ -44,7 +44,8 @@ PROJECTION_COLUMNS = (
     "win_probability_se",
     "sims",
     # The chance of this order of the innings: 1, but before the toss of a match not yet begun (`project_before`)
-    # each side's chance to bat first, 1/2: the match's win probability is the two rows' weighted mean.
+    # each side's chance to bat first, 1/2: a side's chance to win is the two rows' weighted mean of its chance
+    # in each (win_probability in the row where it chases, 1 - win_probability where it bats first).
     "order_weight",
 )
 
@@ -361,7 +362,7 @@ def project_context(
 
 
 # A player's line from a point of a match: the point (as PROJECTION_COLUMNS name it), then lines.LINE_COLUMNS.
-PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", *LINE_COLUMNS, "sims", "order_weight")
+PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", "batting_first", *LINE_COLUMNS, "sims", "order_weight")
 
 
 def _line_rows(
@@ -394,16 +395,28 @@ def _line_rows(
         }
         for team, draws in sides.items():
             table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
-            point = dict(match_id=ctx.match_id, innings=number, delivery_index=p.index, sims=n, order_weight=1.0)
+            point = dict(
+                match_id=ctx.match_id,
+                innings=number,
+                delivery_index=p.index,
+                batting_first=ctx.teams[1],
+                sims=n,
+                order_weight=1.0,
+            )
             out += table.assign(**point).to_dict("records")
     return out
 
 
 def check_before(row: pd.Series) -> None:
-    """Refuse, naming the match and the field, a match before its first ball that cannot be simulated: each
-    side's XI listed (11 players, or 12 where an impact player is named), no player listed for both sides, a
-    venue."""
+    """Refuse, naming the match and the field, a match before its first ball that cannot be simulated: a T20 of
+    six-ball overs (the length the models know), each side's XI listed (11 players, or 12 where an impact player
+    is named), no player listed for both sides, a venue."""
     match_id = row["match_id"]
+    if row.get("match_type") not in ("T20", "IT20") or int(row["balls_per_over"]) != 6:
+        raise StateError(
+            f"match {match_id}: info.match_type: {row.get('match_type')} of {row['balls_per_over']}-ball overs; "
+            "only T20 matches of six-ball overs are simulated before their first ball"
+        )
     sides = {}
     for side in ("team1", "team2"):
         listed = row.get(f"{side}_players")

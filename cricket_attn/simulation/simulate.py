@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     fantasy = None
     if args.players_out:
         cli.check_out_path(args.players_out, "--players-out")
+        if args.players_out.resolve() == args.out.resolve():
+            raise ValueError(f"--players-out {args.players_out}: the same file as --out; give another")
         fantasy = FantasyTable.load(args.fantasy)
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
@@ -168,7 +170,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")
     # A match file of its info alone (the sides named, no ball bowled) is simulated from before its first ball.
     m = tables.matches
-    before = m.loc[m["n_deliveries"] == 0, "match_id"].astype(str).tolist() if len(m) else []
+    unplayed = (m["n_deliveries"] == 0) & m["winner"].isna() & m["result"].isna() if len(m) else None
+    before = m.loc[unplayed, "match_id"].astype(str).tolist() if len(m) else []  # (one abandoned has a result)
     if tables.deliveries.empty and not before:
         raise ValueError(
             f"nothing to simulate in {', '.join(args.sources)}: {reading.nothing_found(args.sources, tables)}"

@@ -139,7 +139,7 @@ def fit_stage(
     module = BallOutcomeModule(model, **OmegaConf.to_container(cfg.optim, resolve=True))
     if start:
         load_start(module, dm, start)
-    if cfg.compile:
+    if cfg.get("compile"):  # a run saved before the setting existed has none: not compiled
         module.compile_model()
     shown, bar = progress_callbacks(stage, cfg.progress)
     kwargs = {

@@ -20,7 +20,7 @@ MATCH = "1473439"
 def before(phases, edit=None):
     """The fixture match's file with its innings taken away (and `edit` applied to the rest): its matches table."""
     doc = json.loads(match_file(MATCH).raw)
-    doc.pop("innings")
+    doc.pop("innings"), doc["info"].pop("outcome")  # as written before the match
     if edit:
         edit(doc)
     tables = build_tables([MatchFile(f"{MATCH}.json", MATCH, json.dumps(doc).encode())], phases)
@@ -49,6 +49,7 @@ def test_with_the_toss_the_side_that_chose_bats_first(fixture_simulator, phases)
         )
     batting_first = lines[lines["team"] == first]
     assert (batting_first["p_bats"] == 1).sum() >= 2 and lines["fantasy_mean"].notna().all()
+    assert (lines["batting_first"] == first).all()
     again = project_before(fixture_simulator, matches, MATCH, n=64, seed=0)
     assert again["win_probability"].tolist() == projections["win_probability"].tolist()  # same seed, same numbers
 
@@ -58,6 +59,8 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     projections = project_before(fixture_simulator, matches, MATCH, n=32, seed=0)
     assert sorted(projections["batting_team"]) == sorted(doc["info"]["teams"])
     assert projections["order_weight"].tolist() == [0.5, 0.5]
+    _, lines = project_before(fixture_simulator, matches, MATCH, n=8, seed=0, players=True)
+    assert sorted(lines["batting_first"].unique()) == sorted(doc["info"]["teams"])  # each order's lines, told apart
 
 
 @pytest.mark.parametrize(
@@ -71,6 +74,7 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
         ),
         (lambda info, a, b: info.pop("venue"), "info.venue: no venue"),
         (lambda info, a, b: info.pop("players"), "info.players.{a}: no players listed"),
+        (lambda info, a, b: info.update(match_type="ODI", overs=50), "info.match_type: ODI of 6-ball overs"),
     ],
 )
 def test_a_match_that_cannot_be_simulated_is_refused_by_its_field(fixture_simulator, phases, edit, field):

@@ -63,6 +63,7 @@ def test_each_rule_of_the_default_table():
         (lambda t: t["strike_rate"]["bands"].append([80, 70, 1]), "strike_rate.bands: each row's from must be below"),
         (lambda t: t["batting"].update(milestones=[]), "batting.milestones: expected a map"),
         (lambda t: t.update(playing=float("inf")), "playing: inf is not finite"),
+        (lambda t: t["economy"]["bands"].append([4, "five", 1]), "economy.bands: expected rows of three numbers"),
     ],
 )
 def test_a_table_that_cannot_be_applied_is_refused_by_its_key(edit, message):
@@ -82,7 +83,7 @@ def test_an_unknown_table_names_those_there_are():
 def test_a_simulated_matchs_points(fixture_simulator, fixture_tables, deliveries):
     match = deliveries[deliveries["match_id"] == "1473439"]
     _, lines = project_match(fixture_simulator, match, fixture_tables.matches, n=32, seed=2, players=True, fantasy=T20)
-    assert list(lines.columns[3:-2]) == list(LINE_COLUMNS)
+    assert list(lines.columns[4:-2]) == list(LINE_COLUMNS)
     assert (lines["fantasy_mean"] >= 4 - 2 - 6 - 6).all() and (lines["fantasy_q10"] <= lines["fantasy_q90"]).all()
     # each player's expected points are his expected line's, where the rules are linear: runs, boundaries, wickets
     linear = 4 + lines["runs_mean"] + 4 * lines["fours_mean"] + 6 * lines["sixes_mean"] + 30 * lines["wickets_mean"]

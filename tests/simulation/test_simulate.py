@@ -306,11 +306,16 @@ def test_nothing_to_simulate_says_what_was_there(checkpoint, tmp_path, capsys):
 def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_first(checkpoint, tmp_path):
     """Two files of the info alone (the XIs, the venue, the date), one with its toss and one without, beside a
     finished match: the state before the first ball of each, its lines, and the refusals named."""
-    no_toss = edited(tmp_path, "1473439", lambda doc: (doc.pop("innings"), doc["info"].pop("toss")))
-    tossed = edited(tmp_path, "1082591", lambda doc: doc.pop("innings"))
-    short = edited(tmp_path, "1178424", lambda doc: (doc.pop("innings"), doc["info"].pop("venue")))
+
+    def ahead(doc):  # the file as written before the match: no innings, no result
+        doc.pop("innings"), doc["info"].pop("outcome")
+
+    no_toss = edited(tmp_path, "1473439", lambda doc: (ahead(doc), doc["info"].pop("toss")))
+    tossed = edited(tmp_path, "1082591", ahead)
+    short = edited(tmp_path, "1178424", lambda doc: (ahead(doc), doc["info"].pop("venue")))
+    abandoned = edited(tmp_path, "1178424", lambda doc: doc.pop("innings"), "abandoned")  # its result recorded
     out, players = tmp_path / "out.csv", tmp_path / "players.csv"
-    summary = run(args(checkpoint, out, no_toss, tossed, short, extra=("--players-out", str(players))))
+    summary = run(args(checkpoint, out, no_toss, tossed, short, abandoned, extra=("--players-out", str(players))))
     frame = pd.read_csv(out, dtype={"match_id": str})
     assert summary.matches == 2 and len(frame) == 3 and (frame["delivery_index"] == 0).all()
     assert frame.groupby("match_id")["order_weight"].sum().tolist() == [1.0, 1.0]
