@@ -80,19 +80,15 @@ def summarise(draws: Draws, team: str, points: pd.DataFrame | None = None) -> pd
     the runs', the wickets' and (given each draw's fantasy `points`) the points' 10/50/90% quantiles, and the
     chances (P(out), P(bats), P(bowls), CHANCES); what the draws do not hold (a side's bowling, given its
     batting alone) is left empty."""
-    main = next(iter(draws.values()))
+    table = pd.DataFrame({"team": team, "player": list(next(iter(draws.values())).columns)})
     figures = {**draws, **({"fantasy": points} if points is not None else {})}
-    rows = []
-    for player in main.columns:
-        row = {"team": team, "player": player}
-        for figure, values in figures.items():
-            x = values[player].to_numpy()
-            row[f"p_{figure}" if figure in FLAGS else f"{figure}_mean"] = float(x.mean())
-            if figure in ("runs", "wickets", "fantasy"):
-                q = np.quantile(x, QUANTILE_LEVELS)
-                row.update({f"{figure}_q{round(level * 100)}": float(v) for level, v in zip(QUANTILE_LEVELS, q)})
-        for chance, (figure, threshold) in CHANCES.items():
-            if figure in draws:
-                row[chance] = float((draws[figure][player].to_numpy() >= threshold).mean())
-        rows.append(row)
-    return pd.DataFrame(rows, columns=list(LINE_COLUMNS))
+    for figure, values in figures.items():  # every player at once: a column each
+        x = values.to_numpy(np.float64)
+        table[f"p_{figure}" if figure in FLAGS else f"{figure}_mean"] = x.mean(axis=0)
+        if figure in ("runs", "wickets", "fantasy"):
+            for level, q in zip(QUANTILE_LEVELS, np.quantile(x, QUANTILE_LEVELS, axis=0)):
+                table[f"{figure}_q{round(level * 100)}"] = q
+    for chance, (figure, threshold) in CHANCES.items():
+        if figure in draws:
+            table[chance] = (draws[figure].to_numpy() >= threshold).mean(axis=0)
+    return table.reindex(columns=list(LINE_COLUMNS))

@@ -393,17 +393,10 @@ def _line_rows(
             ctx.teams[1]: side_draws(bat1, take(chase[1], k)),  # bats first, bowls in the chase
             ctx.teams[2]: side_draws(take(chase[0], k), bowl1),
         }
+        point = dict(match_id=ctx.match_id, innings=number, delivery_index=p.index, batting_first=ctx.teams[1])
         for team, draws in sides.items():
             table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
-            point = dict(
-                match_id=ctx.match_id,
-                innings=number,
-                delivery_index=p.index,
-                batting_first=ctx.teams[1],
-                sims=n,
-                order_weight=1.0,
-            )
-            out += table.assign(**point).to_dict("records")
+            out += table.assign(**point, sims=n, order_weight=1.0).to_dict("records")
     return out
 
 
