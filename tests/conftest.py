@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.data.sources import MatchFile, iter_match_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cricsheet"
-# The real conf/ tree's training, shrunk to seconds: the fixture matches, a tiny model, two epochs.
+# The real conf/ tree's training, shrunk to seconds: the fixture matches, a tiny model, two epochs, one refitted
+# member (every model a test simulates rolls each member ball by ball; the ensembles' own tests ask for two).
 TINY_TRAINING = [
     f"data.sources=[{FIXTURES}]",
     "data.competition_min_count=500",
@@ -33,6 +35,7 @@ TINY_TRAINING = [
     "optim.warmup_steps=2",
     "data.teacher.folds=3",
     "data.trees.num_iterations=20",
+    "ensemble=1",
 ]
 # Session fixtures that train a run: a test that needs one is end-to-end (`-m "not e2e"` leaves it out).
 TRAINED_RUNS = {"tracked_run", "baselines_run"}
@@ -81,8 +84,38 @@ def ipl_tables(phases, data_config) -> Ingested:
     return load_tables(None, phases, data_dir=project_path(data_config.data_dir))
 
 
-def tiny_train_config(folder: Path, *extra: str):
-    """The real conf/ tree, shrunk: fixture matches, a tiny model, two epochs, MLflow in `folder`."""
+_EMPTY_STORE: list[Path] = []
+
+
+def empty_store(folder: Path, name: str = "mlflow.db") -> str:
+    """A SQLite MLflow store at `folder`/`name`: a copy of one made empty once per test process (MLflow builds a
+    new store's tables in seconds), unless the file is there already. Tests of how a new store is made make
+    theirs themselves."""
+    import shutil
+    import tempfile
+
+    path = folder / name
+    if not path.exists():
+        if not _EMPTY_STORE:
+            from mlflow import MlflowClient
+
+            template = Path(tempfile.mkdtemp(prefix="empty-store-")) / "mlflow.db"
+            quiet = logging.getLogger("mlflow.store.db.utils")  # its lines on making the tables: not a test's
+            level = quiet.level
+            quiet.setLevel(logging.WARNING)
+            try:
+                MlflowClient(f"sqlite:///{template}").search_experiments()  # creates and migrates the tables
+            finally:
+                quiet.setLevel(level)
+            _EMPTY_STORE.append(template)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_EMPTY_STORE[0], path)
+    return f"sqlite:///{path}"
+
+
+def tiny_train_config(folder: Path, *extra: str, new_store: bool = False):
+    """The real conf/ tree, shrunk: fixture matches, a tiny model, two epochs, MLflow in `folder` (an empty
+    store's copy; `new_store`: none there, for the run to make or, refused, to leave unmade)."""
     from hydra import compose, initialize_config_dir
 
     from cricket_attn.config import CONF_DIR
@@ -91,7 +124,7 @@ def tiny_train_config(folder: Path, *extra: str):
         *TINY_TRAINING,
         f"data.data_dir={folder / 'data'}",
         f"paths.output_dir={folder / 'run'}",
-        f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+        "paths.mlflow_uri=" + (f"sqlite:///{folder / 'mlflow.db'}" if new_store else empty_store(folder)),
         *extra,
     ]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -23,6 +23,7 @@ from cricket_attn.data.deliveries import plain_types
 from cricket_attn.metrics import PROB_COLUMNS
 from cricket_attn.model import ConfigError
 from cricket_attn.tracking import (
+    ResumeError,
     TrackingError,
     check_tracking_uri,
     latest_transformer_run,
@@ -31,7 +32,7 @@ from cricket_attn.tracking import (
 )
 from cricket_attn.training.restart import resume_config
 from cricket_attn.training.train import train
-from tests.conftest import FIXTURES, tiny_train_config
+from tests.conftest import FIXTURES, empty_store, tiny_train_config
 
 pytestmark = pytest.mark.e2e  # training runs, their MLflow store, commands and a server
 TRAIN = shutil.which("cricket-attn-train") or str(Path(sys.executable).with_name("cricket-attn-train"))
@@ -354,7 +355,7 @@ def test_two_runs_started_together_on_a_new_store_each_get_their_folder_and_run(
         with log.open("w") as err:
             started.append(
                 subprocess.Popen(
-                    train_command(tmp_path, f"paths.root_dir={tmp_path}"),
+                    train_command(tmp_path, f"paths.root_dir={tmp_path}", new_store=True),
                     cwd=tmp_path,
                     stdout=subprocess.DEVNULL,
                     stderr=err,
@@ -379,7 +380,7 @@ def test_a_parallel_sweep_on_a_new_store_runs_every_job(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     overrides = (f"paths.root_dir={tmp_path}", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1")
     out = subprocess.run(
-        train_command(tmp_path, *overrides, multirun=True), cwd=tmp_path, capture_output=True, text=True
+        train_command(tmp_path, *overrides, multirun=True, new_store=True), cwd=tmp_path, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr[-3000:]
     (sweep,) = (tmp_path / "multirun").glob("*/*")
@@ -505,8 +506,10 @@ def test_mlflow_models_serve_scores_deliveries_over_http(tracked_run, deliveries
         log.close()
 
 
-def train_command(folder: Path, *overrides: str, multirun: bool = False) -> list[str]:
-    """`cricket-attn-train` (`-m`: a sweep) on the fixture matches, one short epoch a job, tracked in `folder`."""
+def train_command(folder: Path, *overrides: str, multirun: bool = False, new_store: bool = False) -> list[str]:
+    """`cricket-attn-train` (`-m`: a sweep) on the fixture matches, one short epoch a job, tracked in `folder` (an
+    empty store's copy; `new_store`: none there yet)."""
+    uri = f"sqlite:///{folder / 'mlflow.db'}" if new_store else empty_store(folder)
     return [
         TRAIN,
         *(["-m"] if multirun else []),
@@ -514,7 +517,7 @@ def train_command(folder: Path, *overrides: str, multirun: bool = False) -> list
         f"data.data_dir={folder / 'data'}",
         "debug=fast",
         "model.numeric_hidden=16",
-        f"paths.mlflow_uri=sqlite:///{folder / 'mlflow.db'}",
+        f"paths.mlflow_uri={uri}",
         "mlflow.log_model=false",
         *overrides,
     ]
@@ -584,54 +587,40 @@ def test_resume_from_the_folder_alone_takes_the_runs_own_config_and_store(tmp_pa
     steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, "train/loss")]
     assert len(steps) == 2 and steps == sorted(steps)  # epoch 2 added after epoch 1, in the same run
     assert runs[0].data.params["model.d_model"] == "8"
-    refused = subprocess.run(
-        [TRAIN, f"resume={tmp_path / 'run'}", "model.d_model=16", f"hydra.run.dir={tmp_path / 'r3'}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert refused.returncode == 2
-    assert refused.stderr.strip().splitlines()[-1] == (
-        "cricket-attn-train: resume: model.d_model cannot change in a resumed run (it fixes the model, the data, the "
+    with pytest.raises(ConfigError) as refused:  # the command prints it as one line, exit 2 (a ConfigError)
+        resume_config(OmegaConf.create({"resume": str(tmp_path / "run")}), ["model.d_model=16"])
+    assert str(refused.value) == (
+        "resume: model.d_model cannot change in a resumed run (it fixes the model, the data, the "
         "split or what was chosen from them); the run has model.d_model=8"
     )
     assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"  # untouched
 
 
-def test_a_damaged_checkpoint_or_run_file_on_resume(tmp_path):
+def test_a_damaged_checkpoint_or_run_file_on_resume(tmp_path, caplog):
     """A kill while `last.ckpt` was written: the resume continues from the run's earlier checkpoint, or, with
-    none, says so in one line; a damaged mlflow_run.json is one line naming it, not a traceback."""
-    run = tmp_path / "run"
-    first = subprocess.run(
-        train_command(tmp_path, "data.teacher=null", f"hydra.run.dir={run}"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert first.returncode == 0, first.stderr[-2000:]
+    none, says so in one line; a damaged mlflow_run.json is one line naming it, not a traceback (run in the
+    process here: the command prints a ResumeError as one line with exit 2, as it does a ConfigError)."""
+    run, settings = tmp_path / "run", ("data.teacher=null", "refit=false")
+    train(tiny_train_config(tmp_path, *settings, "trainer.max_epochs=1"))
     checkpoints = run / "checkpoints"
     last = checkpoints / "last.ckpt"
 
-    def resume(*overrides: str) -> subprocess.CompletedProcess:
-        command = [TRAIN, f"resume={run}", f"hydra.run.dir={tmp_path / 'again'}", *overrides]
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    def resume(epochs: int) -> dict:
+        return train(tiny_train_config(tmp_path, *settings, f"trainer.max_epochs={epochs}", f"resume={run}"))
 
     (best,) = checkpoints.glob("best-*.ckpt")
     last.write_bytes(last.read_bytes()[:1000])
-    again = resume("trainer.max_epochs=2")
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert f"resume: {last} is damaged" in again.stdout and f"continuing from the earlier {best.name}" in again.stdout
+    with caplog.at_level("WARNING", logger="cricket_attn"):
+        assert resume(2)["selection/epochs"] in (1, 2)
+    assert f"resume: {last} is damaged" in caplog.text and f"continuing from the earlier {best.name}" in caplog.text
     last.write_bytes(last.read_bytes()[:1000])
     for earlier in checkpoints.glob("best-*.ckpt"):
         earlier.unlink()
-    refused = resume("trainer.max_epochs=3")
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    line = refused.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"cricket-attn-train: {last} is damaged (")
-    assert line.endswith("the run has no earlier checkpoint: start a new run, or restore the file")
+    with pytest.raises(ResumeError) as refused:
+        resume(3)
+    assert str(refused.value).startswith(f"{last} is damaged (") and "\n" not in str(refused.value)
+    assert str(refused.value).endswith("the run has no earlier checkpoint: start a new run, or restore the file")
     run_file = run / "mlflow_run.json"
     run_file.write_text(run_file.read_text()[:20])
-    refused = resume()
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert refused.stderr.strip().splitlines()[-1].startswith(f"cricket-attn-train: {run_file} is damaged (")
-    assert refused.stderr.strip().endswith(": start a new run, or restore the file")
+    with pytest.raises(ResumeError, match=rf"^{re.escape(str(run_file))} is damaged \(.*: start a new run, or restore"):
+        resume(3)

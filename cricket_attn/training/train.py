@@ -1,4 +1,5 @@
-"""`cricket-attn-train`: a Hydra app over conf/ that fits the transformer, tests it and tracks it in MLflow.
+"""Training's protocol: fit the transformer, test it and track it in MLflow (`cricket-attn-train`:
+cricket_attn/training/command.py, the Hydra command over conf/).
 
 Protocol: fit on the training seasons with early stopping on the validation season (that chooses the
 number of epochs); with `refit=true`, train a fresh model on training + validation seasons for that
@@ -15,7 +16,6 @@ and ends, and each epoch gets a line (or, on a terminal, a bar): `progress` in c
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,17 +27,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from cricket_attn import progress, tracking
-from cricket_attn.config import CONF_DIR
 from cricket_attn.data.datamodule import CricketDataModule, encoder_settings
 from cricket_attn.data.splits import season_range
 from cricket_attn.inference.attention_pictures import log_attention
 from cricket_attn.inference.checkpoints import load_model, save_final
 from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
-from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
+from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 from cricket_attn.training.preflight import check_data_fits_model, preflight
-from cricket_attn.training.restart import finished_as, load_start, resume_config, resume_from, start_from
+from cricket_attn.training.restart import finished_as, load_start, resume_from, start_from
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -376,24 +375,3 @@ def train(cfg: DictConfig) -> dict:
     link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
     print(f"MLflow run: {link} (after `make dashboard`)")
     return results
-
-
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> float:
-    """Returns the selection stage's validation log loss, after the calibration the final model gets
-    (`calibrate=true`), else its best: what a sweeper (Optuna) minimises. Never the test's, so a
-    search cannot choose its settings on the test seasons."""
-    try:
-        tracking.artifact_bars(cfg.progress == "bar" or (cfg.progress == "auto" and progress.resolve() == "bar"))
-        if cfg.resume:  # the run's own config, with what this command line changes
-            cfg = resume_config(cfg, list(HydraConfig.get().overrides.task))
-        results = train(cfg)
-    except (ConfigError, tracking.TrackingError, tracking.ResumeError, FileNotFoundError) as err:  # one line
-        print(f"cricket-attn-train: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
-    best_val = results.get("calibration/val_log_loss_after", results.get("selection/best_val_loss"))
-    return float("nan") if best_val is None else float(best_val)
-
-
-if __name__ == "__main__":
-    main()

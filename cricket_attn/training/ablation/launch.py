@@ -66,14 +66,14 @@ class TrainAndRecord:
 
     def __call__(self, train_cfg: DictConfig) -> str:
         # torch and Lightning: imported only where a run trains
-        from cricket_attn.training import train
+        from cricket_attn.training import command
 
         job, folder = self.jobs[HydraConfig.get().job.num], Path(HydraConfig.get().runtime.output_dir)
         clock, threads = progress.Stopwatch(), max(1, usable_cores() // self.cfg.jobs)
         log.info("%s: training with %d thread(s) (%s)", job, threads, folder)
         with job_threads(threads), console_to(folder / "console.log"):
             try:
-                train.main(train_cfg)
+                command.main(train_cfg)
             except SystemExit as stop:  # a setting refused, in one line in the console log
                 raise RuntimeError(f"cricket-attn-train stopped with status {stop.code}") from None
             except Exception:
