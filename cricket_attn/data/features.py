@@ -52,8 +52,9 @@ def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
         names = d[column].astype(str).to_numpy(dtype=object)
         if f"{column}_id" not in d.columns:
             return names
-        ids = d[f"{column}_id"].astype(object).to_numpy()
-        return np.where(pd.isna(ids) | (ids == ""), names, ids).astype(object)
+        given = d[f"{column}_id"]
+        ids = given.astype(object).where(given.notna(), "").to_numpy()  # None, NaN or pd.NA: no id
+        return np.where(ids == "", names, ids).astype(object)
     if column == "venue":  # worked out once per (venue, city) as written: a few thousand, not millions
         written = d[["venue", "city"] if "city" in d else ["venue"]].astype(object)
         code = written.groupby(list(written.columns), sort=False, dropna=False).ngroup().to_numpy()
@@ -127,7 +128,8 @@ def innings_balls(d: pd.DataFrame) -> np.ndarray:
 
 def innings_extent(d: pd.DataFrame) -> pd.DataFrame:
     """Per regular innings (rows: match_id, innings), how far it reaches in each position a model embeds:
-    `deliveries`, `legal_balls` (played), `overs`, `balls_in_over` (the longest over's legal balls and
+    `deliveries`, `legal_balls` (the legal-ball positions it reaches: one more than were bowled where it
+    ends on a wide or a no-ball), `overs`, `balls_in_over` (the longest over's legal balls and
     extras' numbering), and `scheduled_balls`, the legal balls it may last (`innings_balls`). Super overs
     are left out, as the models leave them."""
     regular = d[~d["is_super_over"].astype(bool)]
