@@ -10,6 +10,7 @@ import gzip
 import io
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -62,6 +63,43 @@ def season_year(season: object, start: date) -> int:
     if isinstance(season, str) and re.fullmatch(r"\d{4}/\d{2,4}", season):
         return start.year
     raise TypeError(f"expected a year like 2013 or 2020/21, got {season!r}")
+
+
+def match_before(
+    teams: Sequence[str],
+    players: Sequence[Sequence[str]],
+    venue: str,
+    day: date,
+    *,
+    city: str | None = None,
+    toss: tuple[str, str] | None = None,
+    event: str | None = None,
+    team_type: str = "club",
+    match_id: str = "before",
+    name: str = "the command line",
+) -> MatchFile:
+    """A match file in Cricsheet's format holding a match's info alone, as an analyst writes it once the XIs
+    are named (`cricket-attn-simulate --teams ... --xi ...`): two sides, each's players in batting order, the
+    ground, the day, the toss (winner, "bat" or "field") if it is known, a T20 of six-ball overs. Read by
+    `parse_match` as any file is, so it is checked field by field the same way; its players carry no registry
+    ids (the commands give a name the one id it has in their data)."""
+    info = {
+        "balls_per_over": 6,
+        "dates": [day.isoformat()],
+        "gender": "male",
+        "match_type": "T20",
+        "overs": 20,
+        "players": {team: list(xi) for team, xi in zip(teams, players, strict=True)},
+        "season": str(day.year),
+        "team_type": team_type,
+        "teams": list(teams),
+        "venue": venue,
+        **({"city": city} if city else {}),
+        **({"event": {"name": event}} if event else {}),
+        **({"toss": {"winner": toss[0], "decision": toss[1]}} if toss else {}),
+    }
+    doc = {"meta": {"data_version": "1.1.0"}, "info": info}
+    return MatchFile(name, match_id, orjson.dumps(doc))
 
 
 def parse_match(file: MatchFile) -> ParsedMatch:

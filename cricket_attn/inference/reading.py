@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -14,7 +16,7 @@ import pandas as pd
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
 from cricket_attn.data.histories import days
-from cricket_attn.data.sources import MATCH_FILE_KINDS, iter_match_files, resolve_source, what_is_in
+from cricket_attn.data.sources import MATCH_FILE_KINDS, MatchFile, iter_match_files, resolve_source, what_is_in
 from cricket_attn.inference.recent import BY_MODEL, STRENGTH, strength
 
 
@@ -76,11 +78,12 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
     return unknown
 
 
-def read_matches(sources: list[str], data_dir: Path, phases: PhaseRules) -> Ingested:
+def read_matches(sources: list[str], data_dir: Path, phases: PhaseRules, written: Sequence[MatchFile] = ()) -> Ingested:
     """The matches a command works on, read as they are (never cached): files, folders and zips, and
     `cricsheet:` names and addresses resolved as training resolves them (a local copy, or downloaded once
-    into `data_dir/raw/`)."""
-    return build_tables(iter_match_files([resolve_source(s, data_dir) for s in sources]), phases)
+    into `data_dir/raw/`), and the match files `written` on its command line (`cricsheet.match_before`)."""
+    files = iter_match_files([resolve_source(s, data_dir) for s in sources])
+    return build_tables(itertools.chain(files, written), phases)
 
 
 def dated_ahead(tables: Ingested, today: date | None = None) -> list[str]:
@@ -126,9 +129,12 @@ def nothing_found(sources: list[str], tables: Ingested) -> str:
     return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"
 
 
-def scoring_parser(prog: str, description: str, history: str, recent_level: float | None) -> argparse.ArgumentParser:
+def scoring_parser(
+    prog: str, description: str, history: str, recent_level: float | None, sources: str = "+"
+) -> argparse.ArgumentParser:
     """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off; None: by the model, `level_by_default`)."""
+    default strength for the league's recent level (0: off; None: by the model, `level_by_default`);
+    `sources`, how many match sources it takes ("*": none, where it can write a match itself)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
@@ -153,5 +159,5 @@ def scoring_parser(prog: str, description: str, history: str, recent_level: floa
         help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
         "seasons played before its match (cricket_attn.inference.form; default: %(default)s)",
     )
-    p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
+    p.add_argument("sources", nargs=sources, help="Cricsheet zips, folders or match files")
     return p

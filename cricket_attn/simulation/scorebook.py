@@ -45,7 +45,7 @@ class Scorebook:
         missing = [OUTCOMES[c] for c in range(len(OUTCOMES)) if totals[c] == 0]
         if missing:
             raise ValueError(f"the scorebook's deliveries have no ball of class {missing}: too few to fit it")
-        return cls(entries, probability / totals, torch.as_tensor(class_values(d)["runs"].to_numpy()))
+        return cls(entries, probability / totals, torch.as_tensor(class_values(d)["runs"].to_numpy(copy=True)))
 
     def sample(self, outcome: torch.Tensor, generator: torch.Generator | None = None) -> Delivery:
         """One scorebook entry per simulation, drawn among its outcome class's entries."""

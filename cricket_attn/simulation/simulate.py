@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -23,9 +24,11 @@ from omegaconf import OmegaConf
 
 from cricket_attn import cli, progress
 from cricket_attn.config import load_data_config, project_path
+from cricket_attn.data.cricsheet import match_before
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
+from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
@@ -95,6 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "bowling, players' records and histories, the league's recent level (repeatable; default: the data "
         "the model was trained on, as its checkpoint names it)",
         recent_level=None,
+        sources="*",
     )
     p.add_argument(
         "--sims",
@@ -145,7 +149,59 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="for each match in progress, print the win probability with each player yet to bat as the next to come in",
     )
+    before = p.add_argument_group(
+        "a match before its first ball, written on the command line instead of in a file (with --teams, "
+        "--xi twice and --venue; the rest optional)"
+    )
+    before.add_argument("--teams", nargs=2, metavar="TEAM", help="the two sides, as the data names them")
+    before.add_argument(
+        "--xi",
+        action="append",
+        metavar="PLAYERS",
+        help="a side's players in batting order, comma-separated, as the data names them; twice, in --teams' order",
+    )
+    before.add_argument("--venue", help="the ground, as the data names it (with --city where the data gives one)")
+    before.add_argument("--city")
+    before.add_argument("--date", type=date.fromisoformat, help="the day, YYYY-MM-DD (default: today)")
+    before.add_argument(
+        "--toss",
+        nargs=2,
+        metavar=("WINNER", "DECISION"),
+        help="who won the toss and chose to bat or field (default: not yet tossed: both orders, half each)",
+    )
+    before.add_argument(
+        "--event",
+        default="Indian Premier League",
+        help="the competition's name as the data writes it (default: %(default)s)",
+    )
+    before.add_argument("--team-type", choices=("club", "international"), default="club")
+    before.add_argument("--match-id", default="before", help="the match's name in the outputs (default: %(default)s)")
     return p.parse_args(argv)
+
+
+def written_match(args: argparse.Namespace) -> list[MatchFile]:
+    """The match `--teams`, `--xi`, ... write on the command line, as a match file of its info alone; what the
+    form lacks, a ValueError in one line."""
+    given = [f"--{n.replace('_', '-')}" for n in ("xi", "venue", "city", "date", "toss") if getattr(args, n)]
+    if args.teams is None:
+        if given:
+            raise ValueError(f"{given[0]} describes a match written on the command line: give --teams too")
+        if not args.sources:
+            raise ValueError("give match files (zips, folders, cricsheet: names) or a match: --teams, --xi, --venue")
+        return []
+    if len(args.xi or []) != 2 or args.venue is None:
+        raise ValueError("--teams: give each side's players with --xi, twice (in --teams' order), and --venue")
+    if args.toss is not None and args.toss[1] not in ("bat", "field"):
+        raise ValueError(f"--toss {args.toss[0]!r} {args.toss[1]!r}: the decision is bat or field")
+    xis = [[name.strip() for name in xi.split(",") if name.strip()] for xi in args.xi]
+    day = args.date or date.today()
+    toss = tuple(args.toss) if args.toss else None
+    event = args.event or None
+    written = match_before(
+        args.teams, xis, args.venue, day, city=args.city, toss=toss, event=event, team_type=args.team_type,
+        match_id=args.match_id,
+    )  # fmt: skip
+    return [written]
 
 
 def run(args: argparse.Namespace) -> SimulationSummary:
@@ -153,6 +209,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
     cli.check_out_path(args.out)
+    written = written_match(args)  # a match on the command line: what it lacks, before any work
     fantasy = None
     if args.players_out:
         cli.check_out_path(args.players_out, "--players-out")
@@ -164,7 +221,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     trained = load_trained(args.model, args.tracking_uri)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = reading.read_matches(args.sources, project_path(cfg.data_dir), phases)
+    tables = reading.read_matches(args.sources, project_path(cfg.data_dir), phases, written)
     summary = SimulationSummary(skipped=reading.left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")

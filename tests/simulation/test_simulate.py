@@ -323,3 +323,41 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     assert any("match 1178424: info.venue: no venue" in reason for reason in summary.skipped)
     lines = pd.read_csv(players, dtype={"match_id": str})
     assert set(lines["match_id"]) == {"1473439", "1082591"} and lines["fantasy_mean"].notna().all()
+
+
+def test_a_match_written_on_the_command_line_is_its_file_written_before_the_match(checkpoint, tmp_path, capsys):
+    """`--teams`, `--xi` twice, `--venue`, `--city`, `--date`, `--toss`: 1082591 as its file would be written
+    before the first ball (no innings, no result, no registry: its players known by the one id their names
+    have in the data), and the same projections and lines as from that file; what the form lacks is one line."""
+    info = json.loads((FIXTURES / "1082591.json").read_text())["info"]
+
+    def ahead(doc):  # the file an analyst writes: the info, without the result or the registry
+        doc.pop("innings"), doc["info"].pop("outcome"), doc["info"].pop("registry", None)
+
+    written = edited(tmp_path, "1082591", ahead)
+    teams = info["teams"]
+    form = [
+        "--teams", *teams,
+        "--xi", ", ".join(info["players"][teams[0]]),
+        "--xi", ",".join(info["players"][teams[1]]),
+        "--venue", info["venue"], "--city", info["city"], "--date", info["dates"][0],
+        "--toss", info["toss"]["winner"], info["toss"]["decision"],
+        "--event", info["event"]["name"], "--match-id", "1082591",
+    ]  # fmt: skip
+    from_file, from_form = tmp_path / "file.csv", tmp_path / "form.csv"
+    run(args(checkpoint, from_file, written, extra=("--players-out", str(tmp_path / "file_players.csv"))))
+    summary = run(args(checkpoint, from_form, extra=(*form, "--players-out", str(tmp_path / "form_players.csv"))))
+    assert summary.matches == 1
+    pd.testing.assert_frame_equal(pd.read_csv(from_form), pd.read_csv(from_file))
+    lines = [pd.read_csv(tmp_path / f"{kind}_players.csv") for kind in ("form", "file")]
+    pd.testing.assert_frame_equal(*lines)
+    assert len(pd.read_csv(from_form)) == 1  # the toss known: the side that chose, batting first
+    capsys.readouterr()
+    for wrong, message in (
+        (["--venue", "Eden Gardens"], "--venue describes a match written on the command line: give --teams too"),
+        (form[:3], "--teams: give each side's players with --xi, twice (in --teams' order), and --venue"),
+        ([*form[:-7], "--toss", teams[0], "bowl"], f"--toss '{teams[0]}' 'bowl': the decision is bat or field"),
+        ([], "give match files (zips, folders, cricsheet: names) or a match: --teams, --xi, --venue"),
+    ):
+        assert main([*args_list(checkpoint, tmp_path / "x.csv"), *wrong]) == 2
+        assert capsys.readouterr().err.strip() == f"cricket-attn-simulate: {message}"
