@@ -27,8 +27,8 @@ from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import Ensemble
+from cricket_attn.simulation.before import project_before
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.match import project_before
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup

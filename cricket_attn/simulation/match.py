@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS, innings_over
 from cricket_attn.simulation.fantasy import FantasyTable
@@ -232,24 +231,6 @@ class MatchContext:
         check_innings(chase, setup2, match_id, 2)
         return cls(match_id, row["date"], {1: first, 2: chase}, {1: setup1, 2: setup2}, {1: team1, 2: team2})
 
-    @classmethod
-    def before(cls, matches: pd.DataFrame, match_id, batting_first: str) -> MatchContext:
-        """A match not yet begun, its file's info alone (the sides listed, the venue, the date), with
-        `batting_first` batting first."""
-        row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
-        if row.empty:
-            raise StateError(f"match {match_id}: not in the matches read")
-        row = row.iloc[0]
-        teams = [str(row["team1"]), str(row["team2"])]
-        check_before(row)
-        second = teams[1] if batting_first == teams[0] else teams[0]
-        setup1 = InningsSetup.before_match(matches, match_id, batting_first, second)
-        empty = pd.DataFrame(columns=list(DELIVERY_COLUMNS))
-        setup2 = chase_setup(setup1, empty, matches, str(match_id), second, batting_first, setup1.balls)
-        return cls(
-            str(match_id), row["date"], {1: empty, 2: empty}, {1: setup1, 2: setup2}, {1: batting_first, 2: second}
-        )
-
     def target(self) -> float:
         chase = self.innings[2]
         return float(chase["target_runs"].iloc[0]) if len(chase) else float(self.innings[1]["runs_total"].sum() + 1)
@@ -398,74 +379,6 @@ def _line_rows(
             table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
             out += table.assign(**point, sims=n, order_weight=1.0).to_dict("records")
     return out
-
-
-def check_before(row: pd.Series) -> None:
-    """Refuse, naming the match and the field, a match before its first ball that cannot be simulated: a T20 of
-    six-ball overs (the length the models know), each side's XI listed (11 players, or 12 where an impact player
-    is named), no player listed for both sides, a venue."""
-    match_id = row["match_id"]
-    if row.get("match_type") not in ("T20", "IT20") or int(row["balls_per_over"]) != 6:
-        raise StateError(
-            f"match {match_id}: info.match_type: {row.get('match_type')} of {row['balls_per_over']}-ball overs; "
-            "only T20 matches of six-ball overs are simulated before their first ball"
-        )
-    sides = {}
-    for side in ("team1", "team2"):
-        listed = row.get(f"{side}_players")
-        if not isinstance(listed, str) or not listed:
-            raise StateError(f"match {match_id}: info.players.{row[side]}: no players listed (the XI is needed)")
-        names = listed.split(";")
-        if len(names) not in (11, 12):
-            raise StateError(
-                f"match {match_id}: info.players.{row[side]}: {len(names)} players (11, or 12 with an impact player)"
-            )
-        sides[row[side]] = names
-    (a, names_a), (b, names_b) = sides.items()
-    both = sorted(set(names_a) & set(names_b))
-    if both:
-        raise StateError(f"match {match_id}: info.players: {', '.join(both)} listed for both {a} and {b}")
-    if not isinstance(row.get("venue"), str) or not row["venue"]:
-        raise StateError(f"match {match_id}: info.venue: no venue (the ground's record is one of the model's inputs)")
-
-
-def batting_orders(row: pd.Series) -> list[tuple[str, float]]:
-    """Who bats first, with its chance: the toss winner's choice where the file gives the toss, else either
-    side with 1/2 (whoever wins the toss, the same habit at the venue gives each side the same chance to bat
-    first: the toss is a coin)."""
-    teams = [str(row["team1"]), str(row["team2"])]
-    winner, decision = row.get("toss_winner"), row.get("toss_decision")
-    if isinstance(winner, str) and decision in ("bat", "field"):
-        other = teams[1] if winner == teams[0] else teams[0]
-        return [(winner if decision == "bat" else other, 1.0)]
-    return [(teams[0], 0.5), (teams[1], 0.5)]
-
-
-def project_before(
-    sim: Simulator,
-    matches: pd.DataFrame,
-    match_id,
-    n: int = 100,
-    seed: int = 0,
-    players: bool = False,
-    fantasy: FantasyTable | None = None,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
-    """`project_match` for a match not yet begun (its file's info alone): the state before the first ball,
-    for each side that may bat first (`batting_orders`: one where the toss is known, else two, each with
-    its chance as its `order_weight`); `players` and `fantasy` as there, the lines weighted the same way."""
-    row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
-    if row.empty:
-        raise StateError(f"match {match_id}: not in the matches read")
-    frames, lines = [], []
-    for first, weight in batting_orders(row.iloc[0]):
-        ctx = MatchContext.before(matches, match_id, first)
-        out = project_context(sim, ctx, n, seed, False, players, fantasy)
-        projected, line = out if players else (out, None)
-        frames.append(projected.assign(order_weight=weight))
-        if players:
-            lines.append(line.assign(order_weight=weight))
-    projections = pd.concat(frames, ignore_index=True)
-    return (projections, pd.concat(lines, ignore_index=True)) if players else projections
 
 
 def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) -> bool:

@@ -32,13 +32,13 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
+from cricket_attn.simulation.before import project_before
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
     MatchContext,
-    project_before,
     project_match,
 )
 from cricket_attn.simulation.plots import plot_match

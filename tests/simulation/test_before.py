@@ -10,8 +10,9 @@ import pytest
 
 from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sources import MatchFile
+from cricket_attn.simulation.before import project_before
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError, project_before
+from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError
 from tests.conftest import match_file
 
 MATCH = "1473439"
