@@ -25,14 +25,14 @@ from omegaconf import OmegaConf
 from cricket_attn import cli, progress
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.cricsheet import match_before
-from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
-from cricket_attn.simulation.before import project_before
+from cricket_attn.simulation.before import check_before, project_before
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
@@ -170,37 +170,47 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="who won the toss and chose to bat or field (default: not yet tossed: both orders, half each)",
     )
     before.add_argument(
-        "--event",
-        default="Indian Premier League",
-        help="the competition's name as the data writes it (default: %(default)s)",
+        "--event", help="the competition's name as the data writes it (default: the IPL; none for a T20I)"
     )
     before.add_argument("--team-type", choices=("club", "international"), default="club")
     before.add_argument("--match-id", default="before", help="the match's name in the outputs (default: %(default)s)")
     return p.parse_args(argv)
 
 
-def written_match(args: argparse.Namespace) -> list[MatchFile]:
-    """The match `--teams`, `--xi`, ... write on the command line, as a match file of its info alone; what the
-    form lacks, a ValueError in one line."""
-    given = [f"--{n.replace('_', '-')}" for n in ("xi", "venue", "city", "date", "toss") if getattr(args, n)]
+def written_match(args: argparse.Namespace, phases: PhaseRules) -> list[MatchFile]:
+    """The match `--teams`, `--xi`, ... write on the command line, as a match file of its info alone, read and
+    checked as the simulator checks a file before the first ball (`before.check_before`): what the form
+    lacks or gets wrong, a ValueError in one line, before any model or data is read."""
+    given = [f"--{n.replace('_', '-')}" for n in ("xi", "venue", "city", "date", "toss", "event") if getattr(args, n)]
     if args.teams is None:
         if given:
             raise ValueError(f"{given[0]} describes a match written on the command line: give --teams too")
         if not args.sources:
             raise ValueError("give match files (zips, folders, cricsheet: names) or a match: --teams, --xi, --venue")
         return []
+    if args.teams[0] == args.teams[1]:
+        raise ValueError(f"--teams {args.teams[0]!r} {args.teams[1]!r}: two different sides")
     if len(args.xi or []) != 2 or args.venue is None:
         raise ValueError("--teams: give each side's players with --xi, twice (in --teams' order), and --venue")
-    if args.toss is not None and args.toss[1] not in ("bat", "field"):
-        raise ValueError(f"--toss {args.toss[0]!r} {args.toss[1]!r}: the decision is bat or field")
-    xis = [[name.strip() for name in xi.split(",") if name.strip()] for xi in args.xi]
-    day = args.date or date.today()
+    if args.toss is not None and (args.toss[0] not in args.teams or args.toss[1] not in ("bat", "field")):
+        raise ValueError(f"--toss {args.toss[0]!r} {args.toss[1]!r}: one of --teams, then bat or field")
+    xis = []
+    for team, xi in zip(args.teams, args.xi, strict=True):
+        names = [name.strip() for name in xi.split(",")]
+        if not all(names):
+            raise ValueError(f"--xi of {team}: an empty name (two commas together, or one at an end)")
+        xis.append(names)
+    club = args.team_type == "club"
+    event = args.event if args.event is not None else ("Indian Premier League" if club else None)
     toss = tuple(args.toss) if args.toss else None
-    event = args.event or None
     written = match_before(
-        args.teams, xis, args.venue, day, city=args.city, toss=toss, event=event, team_type=args.team_type,
-        match_id=args.match_id,
+        args.teams, xis, args.venue, args.date or date.today(), city=args.city, toss=toss, event=event,
+        team_type=args.team_type, match_id=args.match_id,
     )  # fmt: skip
+    alone = build_tables([written], phases)
+    if alone.skipped:
+        raise ValueError(alone.skipped[0].reason)
+    check_before(alone.matches.iloc[0])
     return [written]
 
 
@@ -209,7 +219,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.sims < 1:
         raise ValueError(f"--sims {args.sims}: at least one simulation per state")
     cli.check_out_path(args.out)
-    written = written_match(args)  # a match on the command line: what it lacks, before any work
+    cfg = load_data_config(args.data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    written = written_match(args, phases)  # a match on the command line: what it lacks, before any work
     fantasy = None
     if args.players_out:
         cli.check_out_path(args.players_out, "--players-out")
@@ -219,9 +231,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)
-    cfg = load_data_config(args.data)
-    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     tables = reading.read_matches(args.sources, project_path(cfg.data_dir), phases, written)
+    if written and any(d.match_id == written[0].match_id for d in tables.duplicates):  # the sources' was read
+        raise ValueError(f"--match-id {args.match_id}: a match of the sources has that id; give another")
     summary = SimulationSummary(skipped=reading.left_out(tables), out=str(args.out), model=trained.source)
     if args.strict and tables.skipped:
         raise ValueError(f"--strict: {len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}")

@@ -59,3 +59,20 @@ def test_what_a_simulation_keeps_fits_the_memory_check(fixture_simulator, fixtur
     assert all(t.shape[0] == n for t in kept)
     per_simulation = sum(t.element_size() * t.numel() for t in kept) / n
     assert 500 < per_simulation <= BYTES_A_SIMULATION, f"{per_simulation:.0f} bytes a simulation"
+
+
+def test_an_ensemble_rolls_each_member_with_its_own_cache(fixture_simulator, fixture_tables, deliveries):
+    """An ensemble's members each keep their own KV cache through the rollout and the next ball is drawn from
+    their mean: two copies of one model roll the same innings as the model alone, and a second, different member
+    moves the totals."""
+    from cricket_attn.model import CricketTransformer, Ensemble
+
+    model = fixture_simulator.model
+    alone = totals(fixture_simulator, deliveries, fixture_tables.matches, n=64)
+    twins = replace(fixture_simulator, model=Ensemble([model, model]).eval())
+    assert torch.allclose(totals(twins, deliveries, fixture_tables.matches, n=64), alone)
+    torch.manual_seed(1)
+    other = CricketTransformer(model.cfg).eval()
+    other.load_state_dict({**model.state_dict(), "head.bias": model.head.bias.detach() + torch.randn(10) * 0.5})
+    pair = replace(fixture_simulator, model=Ensemble([model, other]).eval())
+    assert not torch.equal(totals(pair, deliveries, fixture_tables.matches, n=64), alone)

@@ -353,11 +353,21 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
     pd.testing.assert_frame_equal(*lines)
     assert len(pd.read_csv(from_form)) == 1  # the toss known: the side that chose, batting first
     capsys.readouterr()
+    xi = info["players"][teams[0]]
     for wrong, message in (
         (["--venue", "Eden Gardens"], "--venue describes a match written on the command line: give --teams too"),
         (form[:3], "--teams: give each side's players with --xi, twice (in --teams' order), and --venue"),
-        ([*form[:-7], "--toss", teams[0], "bowl"], f"--toss '{teams[0]}' 'bowl': the decision is bat or field"),
+        (["--teams", teams[0], teams[0], *form[3:]], f"--teams '{teams[0]}' '{teams[0]}': two different sides"),
+        ([*form[:-7], "--toss", teams[0], "bowl"], f"--toss '{teams[0]}' 'bowl': one of --teams, then bat or field"),
+        ([*form[:-7], "--toss", "Eden", "bat"], "--toss 'Eden' 'bat': one of --teams, then bat or field"),
+        ([*form[:3], "--xi", ",".join(xi) + ",", *form[5:]], f"--xi of {teams[0]}: an empty name (two commas"),
+        (
+            [*form[:3], "--xi", ",".join(xi[:10]), *form[5:]],
+            f"match 1082591: info.players.{teams[0]}: 10 players (11, or 12 with an impact player)",
+        ),
+        ([*form, str(FIXTURES / "1082591.json")], "--match-id 1082591: a match of the sources has that id"),
         ([], "give match files (zips, folders, cricsheet: names) or a match: --teams, --xi, --venue"),
     ):
         assert main([*args_list(checkpoint, tmp_path / "x.csv"), *wrong]) == 2
-        assert capsys.readouterr().err.strip() == f"cricket-attn-simulate: {message}"
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"cricket-attn-simulate: {message}") and "\n" not in err, err

@@ -76,7 +76,8 @@ def test_checkpoint_loads_in_a_fresh_process_with_weights_only(data_config, tmp_
     module.eval()
     with torch.no_grad():
         expected = module(batch).softmax(-1)[0, :5].tolist()
-    # Lightning's own loading, with plain types only (a fresh process loads it below, without Lightning).
+    # Lightning's own loading, with plain types only, in this process (a fresh process loads it below, through
+    # the path without Lightning the scoring commands take).
     again = BallOutcomeModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
     with torch.no_grad():
         assert torch.allclose(again(batch).softmax(-1)[0, :5], torch.tensor(expected), atol=1e-6)

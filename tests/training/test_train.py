@@ -253,13 +253,25 @@ def test_a_mistaken_setting_fails_before_anything_is_read_or_opened(tmp_path, ov
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "run").exists()
 
 
-def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys):
+def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys, monkeypatch):
+    import cricket_attn.training.train as train_module
+    from cricket_attn.tracking import ResumeError, TrackingError
     from cricket_attn.training.command import main
 
     with pytest.raises(SystemExit) as stop:
         main(tiny_train_config(tmp_path, "data.batch_size=0"))
     assert stop.value.code == 2
     assert capsys.readouterr().err.splitlines() == ["cricket-attn-train: data.batch_size=0: must be at least 1"]
+    # Each kind of refusal the protocol raises (a damaged run file, a store, a missing file) is one line too.
+    for error in (ResumeError("run/last.ckpt is damaged"), TrackingError("no store"), FileNotFoundError("no.zip")):
+
+        def refuse(cfg, error=error):
+            raise error
+
+        monkeypatch.setattr(train_module, "train", refuse)
+        with pytest.raises(SystemExit) as stop:
+            main(tiny_train_config(tmp_path, new_store=True))
+        assert stop.value.code == 2 and capsys.readouterr().err.splitlines() == [f"cricket-attn-train: {error}"]
 
 
 # Settings refused against the data: read from its cache, before the MLflow run is opened.
@@ -383,12 +395,14 @@ def test_a_run_starts_from_an_earlier_runs_weights(tracked_run, tmp_path):
     earlier = read_run_file(tracked_run["folder"] / "run")
     still = ["~logger", f"data.data_dir={tracked_run['folder'] / 'data'}", "optim.lr=1e-12", "optim.weight_decay=0"]
     start = [*still, f"init_from={tracked_run['folder'] / 'run'}"]
-    results = train(tiny_train_config(tmp_path, *start, "data.train_competitions=[Indian Premier League]"))
+    results = train(
+        tiny_train_config(tmp_path, *start, "ensemble=2", "data.train_competitions=[Indian Premier League]")
+    )
     selected = load_checkpoint(read_run_file(tmp_path / "run")["selection_checkpoint"])[0].model
     assert same(selected, load_checkpoint(earlier["selection_checkpoint"])[0].model)
     final, _ = load_model(results["checkpoint"])
-    (source,) = earlier["refit_members"]  # the tracked run's one member (TINY_TRAINING)
-    assert same(final, load_checkpoint(source)[0].model)
+    (source,) = earlier["refit_members"]  # the tracked run's one member (TINY_TRAINING): each member starts there
+    assert len(final.members) == 2 and all(same(m, load_checkpoint(source)[0].model) for m in final.members)
     fresh = train(tiny_train_config(tmp_path / "fresh", *still, "refit=false"))
     assert not same(load_model(fresh["checkpoint"])[0], load_checkpoint(earlier["selection_checkpoint"])[0].model)
     with pytest.raises(ConfigError, match=f"init_from={tmp_path}: no mlflow_run.json there"):
