@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from pathlib import Path
@@ -84,7 +85,25 @@ def ipl_tables(phases, data_config) -> Ingested:
     return load_tables(None, phases, data_dir=project_path(data_config.data_dir))
 
 
-_EMPTY_STORE: list[Path] = []
+@functools.cache
+def _empty_store_template() -> Path:
+    """An empty SQLite MLflow store, made once per test process in a folder removed when the process ends."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from mlflow import MlflowClient
+
+    folder = Path(tempfile.mkdtemp(prefix="empty-store-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    quiet = logging.getLogger("mlflow.store.db.utils")  # its lines on making the tables: not a test's
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()  # creates and migrates the tables
+    finally:
+        quiet.setLevel(level)
+    return folder / "mlflow.db"
 
 
 def empty_store(folder: Path, name: str = "mlflow.db") -> str:
@@ -92,24 +111,11 @@ def empty_store(folder: Path, name: str = "mlflow.db") -> str:
     new store's tables in seconds), unless the file is there already. Tests of how a new store is made make
     theirs themselves."""
     import shutil
-    import tempfile
 
     path = folder / name
     if not path.exists():
-        if not _EMPTY_STORE:
-            from mlflow import MlflowClient
-
-            template = Path(tempfile.mkdtemp(prefix="empty-store-")) / "mlflow.db"
-            quiet = logging.getLogger("mlflow.store.db.utils")  # its lines on making the tables: not a test's
-            level = quiet.level
-            quiet.setLevel(logging.WARNING)
-            try:
-                MlflowClient(f"sqlite:///{template}").search_experiments()  # creates and migrates the tables
-            finally:
-                quiet.setLevel(level)
-            _EMPTY_STORE.append(template)
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(_EMPTY_STORE[0], path)
+        shutil.copyfile(_empty_store_template(), path)
     return f"sqlite:///{path}"
 
 
