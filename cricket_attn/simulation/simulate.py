@@ -269,6 +269,16 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     filled, notes = with_registry_ids(tables.deliveries, archive.deliveries)  # one player, not one by name too
     tables, summary.notes = replace(tables, deliveries=filled), reading.dated_ahead(tables) + notes
     known = known_deliveries(tables.deliveries, archive.deliveries)
+    if before and len(known):  # no player, ground or league has a record before the data's first match
+        first = pd.Timestamp(known["date"].min()).date()
+        dated = tables.matches.set_index(tables.matches["match_id"].astype(str))["date"]
+        early = [m for m in before if pd.Timestamp(dated[m]).date() < first]
+        summary.skipped += [
+            f"match {m}: info.dates: {pd.Timestamp(dated[m]).date()} is before the data's first match ({first}); "
+            "not simulated"
+            for m in early
+        ]
+        before = [m for m in before if m not in early]
     torch.set_grad_enabled(False)
     if args.recent_level is None:
         args.recent_level = level_by_default(trained.encoder)

@@ -366,6 +366,10 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
             f"match 1082591: info.players.{teams[0]}: 10 players (11, or 12 with an impact player)",
         ),
         ([*form, str(FIXTURES / "1082591.json")], "--match-id 1082591: a match of the sources has that id"),
+        (
+            ["2001-04-18" if x == info["dates"][0] else x for x in form],
+            "nothing simulated: match 1082591: info.dates: 2001-04-18 is before the data's first match (2008-",
+        ),
         ([], "give match files (zips, folders, cricsheet: names) or a match: --teams, --xi, --venue"),
     ):
         assert main([*args_list(checkpoint, tmp_path / "x.csv"), *wrong]) == 2
