@@ -13,22 +13,17 @@ from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
 
 
-def context_before(matches: pd.DataFrame, match_id, batting_first: str) -> MatchContext:
-    """A match not yet begun, its file's info alone (the sides listed, the venue, the date), with
-    `batting_first` batting first."""
-    row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
-    if row.empty:
-        raise StateError(f"match {match_id}: not in the matches read")
-    row = row.iloc[0]
+def context_before(matches: pd.DataFrame, row: pd.Series, batting_first: str) -> MatchContext:
+    """A match not yet begun, `row` its line of the matches table (its file's info alone, checked by
+    `check_before`), with `batting_first` batting first."""
+    match_id = str(row["match_id"])
     teams = [str(row["team1"]), str(row["team2"])]
-    check_before(row)
     second = teams[1] if batting_first == teams[0] else teams[0]
     setup1 = InningsSetup.before_match(matches, match_id, batting_first, second)
     empty = pd.DataFrame(columns=list(DELIVERY_COLUMNS))
-    setup2 = chase_setup(setup1, empty, matches, str(match_id), second, batting_first, setup1.balls)
-    return MatchContext(
-        str(match_id), row["date"], {1: empty, 2: empty}, {1: setup1, 2: setup2}, {1: batting_first, 2: second}
-    )
+    setup2 = chase_setup(setup1, empty, matches, match_id, second, batting_first, setup1.balls)
+    innings, setups = {1: empty, 2: empty}, {1: setup1, 2: setup2}
+    return MatchContext(match_id, row["date"], innings, setups, {1: batting_first, 2: second})
 
 
 def check_before(row: pd.Series) -> None:
@@ -87,9 +82,11 @@ def project_before(
     row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
     if row.empty:
         raise StateError(f"match {match_id}: not in the matches read")
+    row = row.iloc[0]
+    check_before(row)
     frames, lines = [], []
-    for first, weight in batting_orders(row.iloc[0]):
-        ctx = context_before(matches, match_id, first)
+    for first, weight in batting_orders(row):
+        ctx = context_before(matches, row, first)
         out = project_context(sim, ctx, n, seed, False, players, fantasy)
         projected, line = out if players else (out, None)
         frames.append(projected.assign(order_weight=weight))
