@@ -8,7 +8,7 @@
 2. The whole simulator (state update, bowler rule, sampling, scorebook, model): N innings of a real 2025
    match from ball 0 to their end, in simulated balls per second.
 3. The same match before the toss (its file's info alone, the toss taken out): N simulations of the whole
-   match for each side batting first, with every player's line and fantasy points (`project_before`), in
+   match (half with each side batting first), with every player's line and fantasy points (`project_before`), in
    seconds end to end.
 Prints a table last; run it on a quiet machine.
 """
@@ -121,7 +121,8 @@ def main() -> None:
         print(f"(whole simulator: {args.sims} first innings from ball 0, {simulated:,} deliveries in {seconds:.1f} s)")
     if before is not None:
         print(
-            f"match {args.match} before the toss: {args.sims} simulations of the match for each side batting first, "
+            f"match {args.match} before the toss: {args.sims} simulations of the match (half with each side "
+            f"batting first), "
             f"{len(lines)} player lines with fantasy points, in {before:.1f} s"
         )
 

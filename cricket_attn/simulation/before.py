@@ -78,7 +78,10 @@ def project_before(
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """`project_match` for a match not yet begun (its file's info alone): the state before the first ball,
     for each side that may bat first (`batting_orders`: one where the toss is known, else two, each with
-    its chance as its `order_weight`); `players` and `fantasy` as there, the lines weighted the same way."""
+    its chance as its `order_weight`); `players` and `fantasy` as there, the lines weighted the same way.
+    The `n` simulations of the match are shared out between the orders by their chance (before the toss,
+    n/2 with each side batting first: the toss drawn as a coin, stratified), so n is the match's simulations
+    in all, as from any other state."""
     row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
     if row.empty:
         raise StateError(f"match {match_id}: not in the matches read")
@@ -87,7 +90,7 @@ def project_before(
     frames, lines = [], []
     for first, weight in batting_orders(row):
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, n, seed, False, players, fantasy)
+        out = project_context(sim, ctx, max(1, round(n * weight)), seed, False, players, fantasy)
         projected, line = out if players else (out, None)
         frames.append(projected.assign(order_weight=weight))
         if players:
