@@ -120,6 +120,10 @@ def squads(matches: pd.DataFrame | None, match_id, batting_team: str, bowling_te
     row = row.iloc[0]
     listed = {row["team1"]: row["team1_players"], row["team2"]: row["team2_players"]}
     batting, bowling = (str(listed.get(t)).split(";") if listed.get(t) else [] for t in (batting_team, bowling_team))
-    if len(batting) == 12:
-        batting = batting[1:] + batting[:1]
-    return batting, bowling
+    return batting_order(batting), bowling
+
+
+def batting_order(listed: list) -> list:
+    """A side's batting order from its list (`squads`): a list of 12 has its first, the impact player swapped
+    out, at the end."""
+    return listed[1:] + listed[:1] if len(listed) == 12 else listed

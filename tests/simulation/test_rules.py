@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cricket_attn.simulation.rules import BowlerChoice, quota_overs
+from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage, quota_overs
 from cricket_attn.simulation.setup import InningsSetup
 
 
@@ -22,9 +22,9 @@ def test_a_format_without_a_known_quota_is_named():
         quota_overs("Test", 540, 6)
 
 
-def test_the_choice_follows_the_sides_earlier_overs(fixture_simulator, fixture_tables, deliveries):
-    """In 1527675 (2026) the bowling side's earlier fixture matches are few, but whoever bowled the first
-    over for it before is likelier to bowl it again than a player who never bowled."""
+def test_the_choice_follows_each_players_earlier_overs(fixture_simulator, fixture_tables, deliveries):
+    """In 1527675 (2026) the bowling side's players have few earlier fixture matches, but whoever bowled the
+    first over in his before is likelier to bowl it again than a player who never bowled."""
     inn = deliveries[(deliveries["match_id"] == "1527675") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     state = fixture_simulator.start(setup, 1)
@@ -33,12 +33,31 @@ def test_the_choice_follows_the_sides_earlier_overs(fixture_simulator, fixture_t
     p = choice.probabilities(state)[0]
     assert torch.isclose(p.sum(), torch.tensor(1.0, dtype=torch.float64))
     usage = fixture_simulator.usage.overs
-    earlier = usage[(usage["team"] == team) & (usage["date"] < inn["date"].iloc[0])]
+    earlier = usage[usage["date"] < inn["date"].iloc[0]]
     openers = set(earlier.loc[earlier["over"] == 0, "bowler"]) & set(setup.bowling)
     never = set(setup.bowling) - set(earlier["bowler"])
     assert openers and never
     slot = {name: i for i, name in enumerate(setup.bowling)}
     assert min(p[slot[b]] for b in openers) > 10 * max(p[slot[b]] for b in never)
+
+
+def test_a_player_who_changed_sides_brings_his_overs_with_him(ipl_tables):
+    """KH Pandya bowled for Lucknow in 2024 and for Bengaluru from 2025: before Bengaluru's first match of
+    2025 his usage counts his own last ten matches' overs (counted here from the deliveries), where his new
+    side's last matches hold none of his."""
+    d, m = ipl_tables.deliveries, ipl_tables.matches
+    first = m[(m["season"] == 2025) & m[["team1", "team2"]].eq("Royal Challengers Bengaluru").any(axis=1)]
+    date = first["date"].min()
+    his = d[(d[["batter", "non_striker", "bowler"]] == "KH Pandya").any(axis=1) & (d["date"] < date)]
+    last = his.drop_duplicates("match_id").nlargest(10, "date")["match_id"]
+    bowled = d[(d["bowler"] == "KH Pandya") & d["match_id"].isin(last) & ~d["is_super_over"].astype(bool)]
+    overs = bowled.drop_duplicates(["match_id", "innings", "over"])["over"].value_counts().sort_index()
+    assert overs.sum() >= 20  # he bowled most of his quota in those matches
+    players = ["V Kohli", "KH Pandya"]
+    by_player = BowlingUsage.build(d).counts("Royal Challengers Bengaluru", date, players, 24)
+    by_team = BowlingUsage.build(d, by="team").counts("Royal Challengers Bengaluru", date, players, 24)
+    assert by_player[overs.index, 1].tolist() == overs.tolist() and by_player[:, 1].sum() == overs.sum()
+    assert by_team[:, 1].sum() == 0 and by_player[:, 0].sum() == by_team[:, 0].sum() == 0  # Kohli: no overs
 
 
 def test_simulated_innings_keep_the_laws(fixture_simulator, fixture_tables, deliveries):
