@@ -129,16 +129,16 @@ def write_table(frame: pd.DataFrame, out: Path, flag: str = "--out") -> None:
             defused(frame).to_csv(tmp, index=False, float_format="%.9g")
 
 
-def run_command(prog: str, run, args: argparse.Namespace) -> int:
+def run_command(prog: str, run, args: argparse.Namespace, also: tuple[type[Exception], ...] = ()) -> int:
     """A scoring command's `run(args)`: its summary printed and exit status 0, or a user's error (a bad
-    model, source, argument or match, or a file the system refused) as one line on standard error and exit
-    status 2."""
+    model, source, argument or match, a file the system refused, or one of `also`, such as an MLflow store
+    that cannot be used) as one line on standard error and exit status 2."""
     try:
         summary = run(args)
     except KeyboardInterrupt:  # nothing half written: every output is written whole or not at all
         print(f"{prog}: interrupted; nothing half written", file=sys.stderr)
         return 130
-    except ValueError as err:  # a bad model (CheckpointError), source (SourceError), argument or match
+    except (ValueError, *also) as err:  # a bad model (CheckpointError), source (SourceError), argument or match
         print(f"{prog}: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # a file the system refused (missing, no permission, a full disk): one line

@@ -318,6 +318,28 @@ def log_params(uri: str, run_id: str, params: dict[str, str]) -> None:
         MlflowClient(uri).log_batch(run_id, params=batch[start : start + 100])
 
 
+def log_report_run(
+    uri: str,
+    experiment: str,
+    name: str,
+    tags: dict[str, str],
+    report: str,
+    metrics: dict[str, float],
+    params: dict[str, object],
+    artifacts: list[tuple[Path, str | None]] = (),
+) -> str:
+    """One finished run of an evaluation command: its report as the description, its metrics and params, and
+    its files (each with the artifact folder it goes in, None for the top); returns the run's id."""
+    run_id = start_run(uri, experiment, name, tags, description=report)
+    with ending(uri, run_id):
+        client = MlflowClient(uri)
+        client.log_batch(run_id, metrics=[mlflow.entities.Metric(k, float(v), 0, 0) for k, v in metrics.items()])
+        log_params(uri, run_id, {k: str(v) for k, v in params.items()})
+        for path, folder in artifacts:
+            client.log_artifact(run_id, str(path), folder)
+    return run_id
+
+
 def log_scored(uri: str, run_id: str, scored: pd.DataFrame, split: str, title: str = "") -> dict[str, float]:
     """Metrics `<split>/...`, a reliability diagram, a per-phase plot and the scored deliveries."""
     client = MlflowClient(uri)

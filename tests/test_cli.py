@@ -152,3 +152,16 @@ def test_a_command_prints_its_summary_or_one_line_and_an_exit_status(tmp_path, c
         assert cli.run_command("cricket-attn-x", run, args) == status
         printed = capsys.readouterr()
         assert printed.err.splitlines() == [line] and printed.out == ""
+
+
+def test_a_command_names_what_else_it_refuses_in_one_line(capsys):
+    class StoreError(RuntimeError):
+        pass
+
+    def store(a):
+        raise StoreError("sqlite:///x.db: not an MLflow store")
+
+    assert cli.run_command("cricket-attn-x", store, argparse.Namespace(), also=(StoreError,)) == 2
+    assert capsys.readouterr().err.splitlines() == ["cricket-attn-x: sqlite:///x.db: not an MLflow store"]
+    with pytest.raises(StoreError):  # not named: a fault, with its traceback
+        cli.run_command("cricket-attn-x", store, argparse.Namespace())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cricket_attn.data.deliveries import Ingested
+from cricket_attn.data.deliveries import Ingested, PhaseRules
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.checkpoints import CheckpointError, load_model
 from cricket_attn.inference.probabilities import model_config, model_reach, score_deliveries
@@ -91,6 +91,26 @@ def load_trained(ref: str, tracking_uri: str | None = None) -> TrainedModel:
     trained = from_checkpoint(path)
     trained.source = ref
     return trained
+
+
+def load_with_data(
+    ref: str, tracking_uri: str | None, data: str, sources: list[str] | None
+) -> tuple[TrainedModel, PhaseRules, Ingested]:
+    """An evaluation's model (`load_trained`: a bad one fails before any data is read), the phase rules of the
+    data config `data`, and its tables (from `sources`, else the config's), the model reading every match of
+    them before each day (its records and histories attached)."""
+    from omegaconf import OmegaConf
+
+    from cricket_attn.config import load_data_config, project_path
+    from cricket_attn.data.deliveries import load_tables
+    from cricket_attn.data.sources import configured_sources
+
+    trained = load_trained(ref, tracking_uri)
+    cfg = load_data_config(data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    tables = load_tables(sources or configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
+    trained.encoder.attach_known(tables.deliveries)  # records and histories: every match before the day
+    return trained, phases, tables
 
 
 def log_model(

@@ -105,3 +105,68 @@ def plot_match(projections: pd.DataFrame, deliveries: pd.DataFrame, folder: str 
         plot_worm(projections, deliveries, folder / f"{match}-worm.png"),
         plot_win_probability(projections, deliveries, folder / f"{match}-win.png"),
     ]
+
+
+def weighted_lines(lines: pd.DataFrame) -> pd.DataFrame:
+    """One line per player from lines of several batting orders (before the toss): each column the orders'
+    mean by `order_weight` (for a quantile, an approximation: the mixture's own quantile lies between them)."""
+    numeric = [c for c in lines.columns if c.endswith(("_mean", "_q10", "_q50", "_q90")) or c.startswith("p_")]
+    w = lines["order_weight"].astype(float)
+    summed = lines[numeric].mul(w, axis=0).groupby([lines["team"], lines["player"]], sort=False).sum()
+    return summed.div(w.groupby([lines["team"], lines["player"]], sort=False).sum(), axis=0).reset_index()
+
+
+def plot_before(projections: pd.DataFrame, lines: pd.DataFrame | None, folder: str | Path) -> list[Path]:
+    """Pictures of a match before its first ball (`project_before`'s rows and lines) into `folder`:
+    <match>-before.png, each side's chance to win (over the batting orders, by their chance) with each
+    order's beside it and the first innings' projected total; with `lines`, <match>-players.png, each
+    player's runs (10-90% and the median) and his expected wickets and fantasy points, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder, match = Path(folder), str(projections["match_id"].iloc[0])
+    first = projections[projections["innings"] == 1]
+    teams = sorted(set(first["batting_team"]) | set(lines["team"] if lines is not None else []))
+    if len(teams) == 1:  # the toss known: the other side is the one that chases
+        teams.append(str(lines.loc[lines["team"] != teams[0], "team"].iloc[0]) if lines is not None else "chasing side")
+    chance, notes = {}, {}
+    for team in teams:
+        as_first = first[first["batting_team"] == team]
+        as_second = first[first["batting_team"] != team]
+        parts = [(1 - r.win_probability, r.order_weight, "bats first", r) for r in as_first.itertuples()]
+        parts += [(r.win_probability, r.order_weight, "chases", None) for r in as_second.itertuples()]
+        chance[team] = sum(p * w for p, w, _, _ in parts) / sum(w for _, w, _, _ in parts)
+        notes[team] = "; ".join(
+            f"{how} ({w:.0%}): {p:.0%}"
+            + (f", {r.projected_total:.0f} [{r.projected_total_q10:.0f}-{r.projected_total_q90:.0f}]" if r else "")
+            for p, w, how, r in parts
+        )
+    fig, ax = plt.subplots(figsize=(8, 2.6))
+    ax.barh(range(len(teams)), [chance[t] for t in teams], color=["tab:blue", "tab:orange"][: len(teams)])
+    for i, team in enumerate(teams):
+        ax.text(0.01, i, f"{team}: {chance[team]:.1%}   ({notes[team]})", va="center", fontsize=8)
+    ax.axvline(0.5, color="grey", linewidth=0.8, linestyle="--")
+    se = float(np.sqrt((first["win_probability_se"] ** 2 * first["order_weight"] ** 2).sum()))
+    ax.set(xlim=(0, 1), yticks=[], xlabel=f"chance to win (Monte Carlo s.e. {se:.3f})")
+    sims = int(first["sims"].sum())
+    ax.set_title(f"Match {match} before the first ball: {sims} simulations", fontsize=9)
+    out = [save_figure(fig, folder / f"{match}-before.png")]
+    if lines is None:
+        return out
+    one = weighted_lines(lines) if lines["order_weight"].nunique() > 1 or len(first) > 1 else lines
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.5), sharex=True)
+    for ax, team in zip(axes, teams):
+        side = one[one["team"] == team].iloc[::-1]
+        y = np.arange(len(side))
+        ax.hlines(y, side["runs_q10"], side["runs_q90"], color="tab:blue", linewidth=4, alpha=0.35)
+        ax.plot(side["runs_q50"], y, "|", color="tab:blue", markersize=12)
+        ax.plot(side["runs_mean"], y, "o", color="tab:blue", markersize=4)
+        for yi, row in zip(y, side.itertuples()):
+            points = f"  F {row.fantasy_mean:.0f}" if pd.notna(getattr(row, "fantasy_mean", np.nan)) else ""
+            ax.text(101, yi, f"W {row.wickets_mean:.1f}{points}", va="center", fontsize=7)
+        ax.set(yticks=y, yticklabels=side["player"], xlim=(0, 100), title=team, xlabel="runs: 10-90%, median |, mean o")
+        ax.tick_params(axis="y", labelsize=8)
+    fig.suptitle(f"Match {match} before the first ball: each player's line (W: wickets, F: fantasy points)", fontsize=9)
+    return out + [save_figure(fig, folder / f"{match}-players.png")]

@@ -41,7 +41,7 @@ from cricket_attn.simulation.match import (
     MatchContext,
     project_match,
 )
-from cricket_attn.simulation.plots import plot_match
+from cricket_attn.simulation.plots import plot_before, plot_match
 from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 from cricket_attn.simulation.what_if import next_batter_choices, next_over_bowler_choices
@@ -328,6 +328,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         with cli.writing("--plots", args.plots):
             for match_id, match in simulated:
                 plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
+            for match_id in [m for m in before if m in set(out["match_id"])]:  # before the first ball
+                mine = lines[lines["match_id"] == match_id] if args.players_out else None
+                plot_before(out[out["match_id"] == match_id], mine, args.plots)
     for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
         for match_id, match in simulated:
             try:

@@ -17,16 +17,13 @@ import time
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import SourceError, configured_sources
-from cricket_attn.inference.checkpoints import CheckpointError
+from cricket_attn.cli import run_command
+from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.inference.recent import BY_MODEL, level_by_default, since_training, strength
-from cricket_attn.inference.serving import load_trained
+from cricket_attn.inference.serving import load_with_data
 from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
@@ -166,12 +163,8 @@ def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) ->
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     tracking.check_tracking_uri(args.tracking_uri)
-    trained = load_trained(args.model, args.tracking_uri)
-    cfg = load_data_config(args.data)
-    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = load_tables(args.sources or configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
+    trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
     d = tables.deliveries
-    trained.encoder.attach_known(d)  # records and histories read every match before the day, of any competition
     if args.competition:
         d = d[d["competition"].astype(str).isin(args.competition)]
         if d.empty:
@@ -281,13 +274,7 @@ def run(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        print(run(args))
-    except (CheckpointError, SourceError, ValueError, FileNotFoundError, tracking.TrackingError) as err:
-        print(f"cricket-attn-simulate-eval: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command("cricket-attn-simulate-eval", run, parse_args(argv), also=(tracking.TrackingError,))
 
 
 if __name__ == "__main__":

@@ -314,8 +314,9 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     tossed = edited(tmp_path, "1082591", ahead)
     short = edited(tmp_path, "1178424", lambda doc: (ahead(doc), doc["info"].pop("venue")))
     abandoned = edited(tmp_path, "1178424", lambda doc: doc.pop("innings"), "abandoned")  # its result recorded
-    out, players = tmp_path / "out.csv", tmp_path / "players.csv"
-    summary = run(args(checkpoint, out, no_toss, tossed, short, abandoned, extra=("--players-out", str(players))))
+    out, players, plots = tmp_path / "out.csv", tmp_path / "players.csv", tmp_path / "plots"
+    extra = ("--players-out", str(players), "--plots", str(plots))
+    summary = run(args(checkpoint, out, no_toss, tossed, short, abandoned, extra=extra))
     frame = pd.read_csv(out, dtype={"match_id": str})
     assert summary.matches == 2 and len(frame) == 3 and (frame["delivery_index"] == 0).all()
     assert frame.groupby("match_id")["order_weight"].sum().tolist() == [1.0, 1.0]
@@ -323,6 +324,8 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     assert any("match 1178424: info.venue: no venue" in reason for reason in summary.skipped)
     lines = pd.read_csv(players, dtype={"match_id": str})
     assert set(lines["match_id"]) == {"1473439", "1082591"} and lines["fantasy_mean"].notna().all()
+    drawn = sorted(p.name for p in plots.iterdir())  # each match's chance and its players' lines
+    assert drawn == [f"{m}-{kind}.png" for m in ("1082591", "1473439") for kind in ("before", "players")]
 
 
 def test_a_match_written_on_the_command_line_is_its_file_written_before_the_match(checkpoint, tmp_path, capsys):

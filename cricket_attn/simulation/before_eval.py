@@ -1,0 +1,502 @@
+"""Before the first ball: how good the simulator's win probability is, against two match-level baselines.
+
+    cricket-attn-before-eval --model outputs/<date>/<time>/checkpoints/refit/calibrated.ckpt --sims 200
+
+Each test match with a result is simulated from the state before its first ball as an analyst would write it
+once the toss is made (its file's info alone: the XIs as listed, the venue, the date, the toss;
+`before.project_before`), and its chasing side's chance to win is scored against what came of it (a tie is half
+a win). The yardsticks, fitted on the matches through --train-until and read as of each match's day:
+
+- `logistic`: a logistic regression on the two sides' records as of the day: the batting strength of each
+  XI's first seven in its batting order (runs and dismissals a ball above what their competitions' mix
+  expected, shrunk by 200 balls), the bowling strength of its six most used bowlers (runs conceded and wickets
+  a ball the same way, weighted by their balls), and whether the chasing side won the toss.
+- `elo`: an Elo rating of the teams from every earlier match's result (the chasing side's edge and the scale
+  fitted by a logistic regression on the rating gap; the K factor and how much of a rating a side carries
+  into a new season chosen on the training matches' log loss).
+
+Brier score and log loss per match, the differences paired by match with 95% bootstrap intervals.
+
+Each listed player's runs and wickets in the match (`--players`, the default) are scored from the same
+simulations by the pinball loss of their 10/50/90% quantiles and the 10-90% coverage, against his own last
+ten matches in an XI (an empirical distribution) and the simulator with both XIs unknown to the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from cricket_attn import progress, tracking
+from cricket_attn.atomic import atomic_path
+from cricket_attn.cli import run_command
+from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.data.features import entity_key
+from cricket_attn.data.histories import days
+from cricket_attn.data.records import RecordBook
+from cricket_attn.inference.serving import load_with_data
+from cricket_attn.laws import OUTCOME_INDEX, OUTCOME_RUNS, bowler_wickets
+from cricket_attn.metrics import (
+    binary_brier,
+    binary_log_loss,
+    markdown_table,
+    match_bootstrap,
+    match_bootstrap_sums,
+)
+from cricket_attn.settings import count
+from cricket_attn.simulation.before import batting_orders, check_before, project_before
+from cricket_attn.simulation.match import StateError
+from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rules import not_simulated
+from cricket_attn.simulation.setup import batting_order
+
+FEATURES = ("bat_runs", "bat_outs", "bowl_runs", "bowl_wickets")  # each the chasing side's minus the other's
+TOP_BATTERS, TOP_BOWLERS = 7, 6
+SHRINK_BALLS = 200.0  # a player's runs or wickets above expected a ball, shrunk towards 0 by this many balls
+ELO_K = (2.0, 4.0, 8.0, 16.0, 32.0)
+ELO_CARRY = (0.5, 0.75, 1.0)  # the share of a side's distance from 1500 it keeps into a new season
+MODELS = ("simulator", "logistic", "elo")
+MIN_TRAIN = 10  # matches won or lost (by both sides) for the baselines' fit: a guard, far from enough to be good
+
+
+def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The matches that can be scored before their first ball, one row each: `match_id`, `date`, `season`,
+    `competition`, `first` (the side the toss sent in), `chasing`, `chasing_won_toss` and `won` (the chasing
+    side's result: 1, 0, or 0.5 for a tie); with what was left out and why (no result, no toss, an XI the
+    simulator cannot take)."""
+    m = matches if seasons is None else matches[matches["season"].isin(seasons)]
+    rows, left = [], {"no result": 0, "no toss": 0, "not simulated before the first ball": 0}
+    for _, row in m.iterrows():
+        if row.get("result") != "tie" and not isinstance(row.get("winner"), str):
+            left["no result"] += 1
+            continue
+        orders = batting_orders(row)
+        if len(orders) != 1:
+            left["no toss"] += 1
+            continue
+        try:
+            check_before(row)
+        except StateError:
+            left["not simulated before the first ball"] += 1
+            continue
+        first = orders[0][0]
+        chasing = str(row["team2"]) if first == str(row["team1"]) else str(row["team1"])
+        won = 0.5 if row.get("result") == "tie" else float(row["winner"] == chasing)
+        rows.append(
+            {
+                "match_id": str(row["match_id"]),
+                "date": row["date"],
+                "season": int(row["season"]),
+                "competition": str(row["competition"]),
+                "first": first,
+                "chasing": chasing,
+                "chasing_won_toss": float(row["toss_winner"] == chasing),
+                "won": won,
+            }
+        )
+    out = pd.DataFrame(rows, columns=["match_id", "date", "season", "competition", "first", "chasing",
+                                      "chasing_won_toss", "won"])  # fmt: skip
+    return out.sort_values(["date", "match_id"], kind="stable").reset_index(drop=True), left
+
+
+def _players(matches: pd.DataFrame, games: pd.DataFrame, side: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each game's `side` XI in its batting order (`setup.batting_order`): the players' keys (a registry id, else
+    the name, as `entity_key`), each one's game (row of `games`) and place in the order."""
+    by_id = matches.assign(match_id=matches["match_id"].astype(str)).set_index("match_id")
+    keys, game, place = [], [], []
+    for i, (match_id, team) in enumerate(zip(games["match_id"], games[side])):
+        row = by_id.loc[match_id]
+        which = "team1" if row["team1"] == team else "team2"
+        names = str(row[f"{which}_players"]).split(";")
+        ids = row.get(f"{which}_player_ids")
+        ids = str(ids).split(";") if isinstance(ids, str) else [""] * len(names)
+        keys += batting_order([k or n for n, k in zip(names, ids)])
+        game += [i] * len(names)
+        place += list(range(len(names)))
+    return np.array(keys, dtype=object), np.array(game), np.array(place)
+
+
+def side_strengths(book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame, side: str) -> pd.DataFrame:
+    """For each game, `side`'s batting and bowling strength from its XI's records before the day (FEATURES
+    without the difference)."""
+    keys, game, place = _players(matches, games, side)
+    day = days(games["date"])[game]
+    wicket = OUTCOME_INDEX["wicket"]
+
+    def above(role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r = book.before(role, keys, day)
+        shrink = r.balls + SHRINK_BALLS
+        runs = (r.observed @ OUTCOME_RUNS - r.expected @ OUTCOME_RUNS) / shrink
+        return runs, (r.observed[:, wicket] - r.expected[:, wicket]) / shrink, r.balls
+
+    bat_runs, bat_outs, _ = above("batter")
+    bowl_runs, bowl_wickets, bowl_balls = above("bowler")
+    players = pd.DataFrame(
+        {
+            "game": game,
+            "place": place,
+            "bat_runs": bat_runs,
+            "bat_outs": bat_outs,
+            "bowl_runs": bowl_runs,
+            "bowl_wickets": bowl_wickets,
+            "bowl_balls": bowl_balls,
+        }  # fmt: skip
+    )
+    batting = players[players["place"] < TOP_BATTERS].groupby("game")[["bat_runs", "bat_outs"]].mean()
+    bowlers = players.sort_values(["game", "bowl_balls"], ascending=[True, False]).groupby("game").head(TOP_BOWLERS)
+    weight = bowlers["bowl_balls"] + 1.0  # a side of newcomers: an even mean of zeros
+    bowling = (
+        bowlers[["bowl_runs", "bowl_wickets"]]
+        .mul(weight, axis=0)
+        .groupby(bowlers["game"])
+        .sum()
+        .div(weight.groupby(bowlers["game"]).sum(), axis=0)
+    )
+    return batting.join(bowling).reindex(range(len(games)))
+
+
+def record_features(book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame) -> np.ndarray:
+    """(games, 5): FEATURES, the chasing side's minus the side batting first's, and whether the chasing side won
+    the toss."""
+    diff = side_strengths(book, matches, games, "chasing") - side_strengths(book, matches, games, "first")
+    return np.column_stack([diff[list(FEATURES)].to_numpy(dtype=float), games["chasing_won_toss"].to_numpy()])
+
+
+def elo_gaps(games: pd.DataFrame, k: float, carry: float) -> np.ndarray:
+    """The chasing side's rating minus the side batting first's before each game (games in date order; each
+    side starts at 1500 and keeps `carry` of its distance from 1500 into a new season)."""
+    rating: dict[str, float] = {}
+    season_of: dict[str, int] = {}
+    gaps = np.empty(len(games))
+    for i, (first, chasing, season, won) in enumerate(
+        zip(games["first"], games["chasing"], games["season"], games["won"])
+    ):
+        for team in (first, chasing):
+            if season_of.get(team, season) != season:
+                rating[team] = 1500.0 + carry * (rating[team] - 1500.0)
+            season_of[team] = season
+        a, b = rating.get(chasing, 1500.0), rating.get(first, 1500.0)
+        gaps[i] = a - b
+        expected = 1 / (1 + 10 ** (-(a - b) / 400))
+        rating[chasing], rating[first] = a + k * (won - expected), b - k * (won - expected)
+    return gaps
+
+
+class BeforeBaselines:
+    """The logistic model on records and the Elo rating, fitted on the games of seasons up to `train_until`
+    (`games`: every game of `before_matches`, in date order, earlier games feeding the ratings)."""
+
+    def __init__(self, book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame, train_until: int):
+        self.book, self.matches = book, matches
+        train = (games["season"] <= train_until).to_numpy() & (games["won"] != 0.5).to_numpy()
+        y = games["won"].to_numpy()[train]
+        if train.sum() < MIN_TRAIN or len(set(y)) < 2:
+            raise ValueError(
+                f"--train-until {train_until}: {train.sum()} matches won or lost to fit the baselines on "
+                f"(at least {MIN_TRAIN}, some won by each side)"
+            )
+        self.logistic = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+        self.logistic.fit(record_features(book, matches, games[train]), y)
+        best = None
+        for k, carry in product(ELO_K, ELO_CARRY):
+            gaps = elo_gaps(games, k, carry)[:, None]
+            fit = LogisticRegression().fit(gaps[train], y)
+            loss = binary_log_loss(fit.predict_proba(gaps[train])[:, 1], y, 1e-6).mean()
+            if best is None or loss < best[0]:
+                best = (loss, k, carry, fit)
+        _, self.k, self.carry, self.elo = best
+
+    def probabilities(self, games: pd.DataFrame, scored: np.ndarray) -> dict[str, np.ndarray]:
+        """The chasing side's chance in the `scored` games (a mask over `games`, which hold every earlier game
+        for the ratings)."""
+        gaps = elo_gaps(games, self.k, self.carry)[scored, None]
+        features = record_features(self.book, self.matches, games[scored])
+        return {"logistic": self.logistic.predict_proba(features)[:, 1], "elo": self.elo.predict_proba(gaps)[:, 1]}
+
+
+def simulate_before(
+    sim: Simulator, matches: pd.DataFrame, games: pd.DataFrame, n: int, seed: int, players: bool = False
+) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """The simulator's chance for each game's chasing side from before its first ball (its info alone); with
+    `players`, each listed player's line (`lines.LINE_COLUMNS`, with `match_id` and his `place` in his side's
+    list) from the same simulations, and from simulations with every player of both XIs unknown to the model
+    (`unknown_players`) as `unknown_` columns."""
+    chances, lines = np.empty(len(games)), []
+    for i, match_id in enumerate(
+        progress.track(list(games["match_id"]), "simulating before the first ball", unit="match")
+    ):
+        out = project_before(sim, matches, match_id, n=n, seed=seed, players=players)
+        chances[i] = (out[0] if players else out)["win_probability"].iloc[0]
+        if players:
+            listed = listed_players(matches[matches["match_id"].astype(str) == match_id])
+            known = listed.merge(out[1][["team", "player", *LINE_FIGURES]], on=["team", "player"], how="left")
+            _, unknown = project_before(sim, unknown_players(matches, match_id), match_id, n=n, seed=seed, players=True)
+            unknown = unknown.assign(place=unknown["player"].str.rsplit("#", n=1).str[1].astype(int))
+            lines.append(
+                known.merge(
+                    unknown[["team", "place", *LINE_FIGURES]].add_prefix("unknown_"),
+                    left_on=["team", "place"],
+                    right_on=["unknown_team", "unknown_place"],
+                    how="left",
+                ).drop(columns=["unknown_team", "unknown_place"])
+            )
+    return chances, (pd.concat(lines, ignore_index=True) if players else None)
+
+
+# What a player's line is scored on: his runs off the bat and his wickets (credited to the bowler) in the match,
+# by the 10/50/90% quantiles of the forecast.
+PLAYER_FIGURES = ("runs", "wickets")
+LINE_FIGURES = tuple(f"{f}_q{q}" for f in PLAYER_FIGURES for q in (10, 50, 90))
+LAST = 10  # the empirical baseline: a player's figures in his last this many matches in an XI
+
+
+def listed_players(matches: pd.DataFrame) -> pd.DataFrame:
+    """One row per listed player of each match: `match_id`, `date`, `team`, `place` (in the list), `player` (the
+    name) and `key` (the registry id, else the name, as `entity_key`)."""
+    rows = []
+    for row in matches.itertuples(index=False):
+        for side in ("team1", "team2"):
+            names = getattr(row, f"{side}_players")
+            if not isinstance(names, str) or not names:
+                continue
+            names = names.split(";")
+            ids = getattr(row, f"{side}_player_ids", None)
+            ids = ids.split(";") if isinstance(ids, str) else [""] * len(names)
+            team = getattr(row, side)
+            rows += [(str(row.match_id), row.date, team, i, n, k or n) for i, (n, k) in enumerate(zip(names, ids))]
+    return pd.DataFrame(rows, columns=["match_id", "date", "team", "place", "player", "key"])
+
+
+def unknown_players(matches: pd.DataFrame, match_id: str) -> pd.DataFrame:
+    """The matches table with one match's XIs renamed "<team> #<place>", without ids: players the model has
+    never seen (no record, no embedding of their own: each reads as his competition's mix)."""
+    out = matches.copy()
+    at = out["match_id"].astype(str) == str(match_id)
+    for side in ("team1", "team2"):
+        team, names = out.loc[at, side].iloc[0], str(out.loc[at, f"{side}_players"].iloc[0]).split(";")
+        out.loc[at, f"{side}_players"] = ";".join(f"{team} #{i}" for i in range(len(names)))
+        if f"{side}_player_ids" in out:
+            out.loc[at, f"{side}_player_ids"] = None
+    return out
+
+
+def real_figures(d: pd.DataFrame, matches: pd.DataFrame) -> pd.DataFrame:
+    """`listed_players` of every match with his `runs` off the bat and `wickets` in its regular innings (0 for a
+    player who did not bat or bowl)."""
+    d = d[~d["is_super_over"].astype(bool)]
+    match_id = d["match_id"].astype(str).to_numpy()
+    runs = pd.Series(d["runs_batter"].to_numpy(float)).groupby([match_id, entity_key(d, "batter")]).sum()
+    wickets = pd.Series(bowler_wickets(d).astype(float)).groupby([match_id, entity_key(d, "bowler")]).sum()
+    out = listed_players(matches)
+    at = pd.MultiIndex.from_arrays([out["match_id"], out["key"]])
+    return out.assign(runs=runs.reindex(at).fillna(0).to_numpy(), wickets=wickets.reindex(at).fillna(0).to_numpy())
+
+
+def recent_quantiles(figures: pd.DataFrame, last: int = LAST) -> pd.DataFrame:
+    """For each row of `real_figures`, the 10/50/90% quantiles of the player's figures in his `last` matches
+    before that day (`recent_` LINE_FIGURES; NaN for a player with none) and how many there were."""
+    f = figures.sort_values(["key", "date"], kind="stable")
+    out = pd.DataFrame(index=f.index)
+    for figure in PLAYER_FIGURES:
+        earlier = np.column_stack([f.groupby("key")[figure].shift(lag).to_numpy() for lag in range(1, last + 1)])
+        # a match of the same day (two in a day) is not "before": only earlier days count
+        days_before = np.column_stack([f.groupby("key")["date"].shift(lag).to_numpy() for lag in range(1, last + 1)])
+        earlier[~(days_before < f["date"].to_numpy()[:, None])] = np.nan
+        with warnings.catch_warnings():  # a player without an earlier match: NaN, as meant
+            warnings.simplefilter("ignore", RuntimeWarning)
+            q = np.nanquantile(earlier, [0.1, 0.5, 0.9], axis=1)
+        for level, values in zip((10, 50, 90), q):
+            out[f"recent_{figure}_q{level}"] = values
+        out["recent_matches"] = np.isfinite(earlier).sum(axis=1)
+    return out.reindex(figures.index)
+
+
+def pinball(y: np.ndarray, q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) -> np.ndarray:
+    """The pinball loss of each forecast's 10/50/90% quantiles, averaged over the three."""
+    total = 0
+    for level, q in ((0.1, q10), (0.5, q50), (0.9, q90)):
+        gap = y - q
+        total = total + np.maximum(level * gap, (level - 1) * gap)
+    return total / 3
+
+
+PLAYER_MODELS = {"simulator": "", "recent": "recent_", "unknown": "unknown_"}
+
+
+def score_players(lines: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each model's pinball loss and 10-90% coverage of each figure (the players every model has a line for),
+    and each baseline's pinball loss minus the simulator's, paired by match with a 95% bootstrap interval."""
+    table, paired = [], []
+    for figure in PLAYER_FIGURES:
+        y = lines[figure].to_numpy(float)
+        cols = {m: [f"{p}{figure}_q{q}" for q in (10, 50, 90)] for m, p in PLAYER_MODELS.items()}
+        kept = np.logical_and.reduce([lines[c].notna().to_numpy() for c_ in cols.values() for c in c_])
+        loss, cover = {}, {}
+        for m, (q10, q50, q90) in cols.items():
+            qs = [lines[c].to_numpy(float)[kept] for c in (q10, q50, q90)]
+            loss[m] = pinball(y[kept], *qs)
+            cover[m] = ((qs[0] <= y[kept]) & (y[kept] <= qs[2])).mean()
+        table.append(
+            {
+                "figure": figure,
+                "players": int(kept.sum()),
+                **{f"{m}_pinball": v.mean() for m, v in loss.items()},
+                **{f"{m}_coverage": v for m, v in cover.items()},
+            }  # fmt: skip
+        )
+        for m in ("recent", "unknown"):
+            ci = match_bootstrap(loss[m] - loss["simulator"], lines.loc[kept, "match_id"])
+            paired.append(
+                {"figure": figure, "against": m, "diff": ci["diff"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"]}
+            )
+    return pd.DataFrame(table), pd.DataFrame(paired)
+
+
+def score(games: pd.DataFrame, floor: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each model's Brier score and log loss by group (every game, each season, each competition), and each
+    baseline's difference from the simulator paired by match (baseline minus simulator: above 0, the
+    simulator ahead), with a 95% bootstrap interval."""
+    y = games["won"].to_numpy()
+    per = {}
+    for m in MODELS:
+        per[f"{m}_brier"] = binary_brier(games[m].to_numpy(), y)
+        per[f"{m}_log_loss"] = binary_log_loss(games[m].to_numpy(), y, floor)
+    losses = pd.DataFrame(per)
+    groups = [("every match", np.ones(len(games), bool))]
+    groups += [(f"season {s}", (games["season"] == s).to_numpy()) for s in sorted(games["season"].unique())]
+    if games["competition"].nunique() > 1:
+        top = games["competition"].value_counts().index[:8]
+        groups += [(c, (games["competition"] == c).to_numpy()) for c in top]
+    table, paired = [], []
+    for name, mask in groups:
+        table.append({"matches": name, "n": int(mask.sum()), **losses[mask].mean().to_dict()})
+        for baseline, metric in product(MODELS[1:], ("brier", "log_loss")):
+            diff = (losses[f"{baseline}_{metric}"] - losses[f"simulator_{metric}"]).to_numpy()[mask]
+            ci = match_bootstrap_sums(diff, np.ones(len(diff)))
+            paired.append(
+                {
+                    "matches": name,
+                    "against": baseline,
+                    "metric": metric,
+                    "diff": ci["diff"],
+                    "ci_low": ci["ci_low"],
+                    "ci_high": ci["ci_high"],
+                }  # fmt: skip
+            )
+    return pd.DataFrame(table), pd.DataFrame(paired)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="cricket-attn-before-eval", description=__doc__.split("\n")[0])
+    p.error = lambda message: p.exit(2, f"{p.prog}: {message}\n")
+    p.add_argument("--model", required=True, help="MLflow model URI or checkpoint")
+    p.add_argument("--sims", type=count(1), default=200, help="simulations of each match (default %(default)s)")
+    p.add_argument("--train-until", type=int, default=2024, help="the baselines' last training season")
+    p.add_argument("--test", type=int, nargs="+", default=[2025, 2026], help="the seasons scored")
+    p.add_argument("--data", default="ipl")
+    p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the --data config's sources)")
+    p.add_argument(
+        "--competition", action="append", help="only these competitions' matches are scored and fit the baselines"
+    )
+    p.add_argument("--matches", type=count(1), help="only the first N test matches (a quick look)")
+    p.add_argument(
+        "--players",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score each player's runs and wickets too (twice the simulations; default: %(default)s)",
+    )
+    p.add_argument("--out", type=Path, default=Path("outputs/before"), help="folder for the table and the games")
+    p.add_argument("--seed", type=count(0), default=0)
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    p.add_argument("--experiment", default="cricket_attn")
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> str:
+    start = time.perf_counter()
+    tracking.check_tracking_uri(args.tracking_uri)
+    trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
+    d, matches = tables.deliveries, tables.matches
+    book = getattr(trained.encoder, "record_book", None) or RecordBook(d)
+    kept = matches[~matches["match_id"].astype(str).isin(not_simulated(d))]
+    if args.competition:
+        kept = kept[kept["competition"].astype(str).isin(args.competition)]
+    games, left = before_matches(kept)
+    scored = games["season"].isin(args.test).to_numpy().copy()
+    if args.matches:
+        scored &= np.cumsum(scored) <= args.matches
+    if not scored.any():
+        raise ValueError(f"--test {args.test}: no match of these seasons to score before its first ball")
+    baselines = BeforeBaselines(book, matches, games, args.train_until)
+    test = games[scored].assign(**baselines.probabilities(games, scored)).reset_index(drop=True)
+    torch.set_grad_enabled(False)
+    sim = Simulator.build(trained.model, trained.encoder, phases, d)
+    test["simulator"], lines = simulate_before(sim, matches, test, args.sims, args.seed, args.players)
+    table, paired = score(test, 0.5 / args.sims)
+    players = []
+    if args.players:
+        real = real_figures(d, matches)
+        real = real.join(recent_quantiles(real))
+        lines = lines.merge(real.drop(columns=["date", "player"]), on=["match_id", "team", "place"], how="left")
+        player_table, player_paired = score_players(lines)
+        players = [
+            f"Each listed player's runs and wickets, pinball loss of the 10/50/90% quantiles and 10-90% coverage "
+            f"(recent: his last {LAST} matches in an XI; unknown: both XIs unknown to the model):\n\n"
+            + markdown_table(player_table, 4),
+            "Paired by match, baseline minus simulator (above 0: the simulator ahead):\n\n"
+            + markdown_table(player_paired, 4),
+        ]
+    report = "\n\n".join(
+        [
+            f"Before the first ball ({trained.source}): {len(test)} matches of {', '.join(map(str, args.test))}"
+            + (f" of {', '.join(args.competition)}" if args.competition else "")
+            + f", {args.sims} simulations each, the toss known; baselines fitted through {args.train_until} "
+            f"(Elo: K {baselines.k:g}, {baselines.carry:g} of a rating carried into a season). Left out of every "
+            f"season: {', '.join(f'{v} {k}' for k, v in left.items())}.",
+            "Brier score and log loss (the chasing side's chance; a tie half a win):\n\n" + markdown_table(table, 4),
+            "Paired by match, baseline minus simulator (above 0: the simulator ahead), 95% bootstrap intervals:\n\n"
+            + markdown_table(paired, 4),
+            *players,
+        ]
+    )
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / "before.md") as tmp:
+        tmp.write_text(report + "\n")
+    with atomic_path(out / "before.csv") as tmp:
+        test.to_csv(tmp, index=False)
+    if args.players:
+        with atomic_path(out / "players.csv") as tmp:
+            lines.to_csv(tmp, index=False)
+    every = table.set_index("matches").loc["every match"]
+    settings = {k: getattr(args, k) for k in ("sims", "train_until", "seed", "players")}
+    settings |= {"test": ",".join(map(str, args.test)), "competitions": ",".join(args.competition or []) or "all"}
+    run_id = tracking.log_report_run(
+        args.tracking_uri,
+        args.experiment,
+        tracking.run_name("before", f"sims={args.sims}"),
+        {"model_family": "simulator", "model": trained.source},
+        report,
+        {f"before/{m}_{metric}": every[f"{m}_{metric}"] for m, metric in product(MODELS, ("brier", "log_loss"))},
+        settings,
+        [(out / "before.md", None)],
+    )
+    return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s); MLflow run {run_id}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command("cricket-attn-before-eval", run, parse_args(argv), also=(tracking.TrackingError,))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""The yardsticks of the win probability before the first ball (`cricket_attn.simulation.before_eval`): who
+chases as the toss decides, an Elo rating by hand, the sides' records read as of the day, and the scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from cricket_attn.data.records import RecordBook
+from cricket_attn.laws import bowler_wickets
+from cricket_attn.simulation.before_eval import (
+    FEATURES,
+    LINE_FIGURES,
+    BeforeBaselines,
+    before_matches,
+    elo_gaps,
+    listed_players,
+    main,
+    pinball,
+    real_figures,
+    recent_quantiles,
+    record_features,
+    score,
+    simulate_before,
+    unknown_players,
+)
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def ipl_games(ipl_tables):
+    games, left = before_matches(ipl_tables.matches)
+    return games, left
+
+
+def test_the_chasing_side_is_the_one_the_toss_sends_in_second(ipl_tables, ipl_games):
+    games, left = ipl_games
+    d = ipl_tables.deliveries
+    second = d[d["innings"] == 2].groupby(d["match_id"].astype(str))["batting_team"].first()
+    assert (games["chasing"] == games["match_id"].map(second)).all()  # the real chase, every game with one
+    winners = ipl_tables.matches.set_index(ipl_tables.matches["match_id"].astype(str))["winner"]
+    decided = games[games["won"] != 0.5]
+    assert (decided["won"] == (decided["match_id"].map(winners) == decided["chasing"])).all()
+    assert left["no result"] > 0 and left["not simulated before the first ball"] > 0  # abandoned; XIs of 13
+    assert len(games) + sum(left.values()) == len(ipl_tables.matches)
+    assert games["date"].is_monotonic_increasing
+
+
+def test_elo_by_hand():
+    games = pd.DataFrame(
+        {"first": ["B", "A", "A"], "chasing": ["A", "B", "B"], "season": [2020, 2020, 2021], "won": [1.0, 0.0, 1.0]}
+    )
+    gaps = elo_gaps(games, k=16, carry=0.5)
+    # A chases and wins from level: A 1508, B 1492. B chases and loses: expected 1/(1+10^(16/400)) for B.
+    loss = 16 * (1 / (1 + 10 ** (16 / 400)))
+    a, b = 1508 + loss, 1492 - loss
+    # A new season: each keeps half its distance from 1500.
+    assert gaps == pytest.approx([0.0, -16.0, (1500 + (b - 1500) / 2) - (1500 + (a - 1500) / 2)])
+
+
+def test_the_sides_records_are_read_as_of_the_day(ipl_tables, ipl_games):
+    """A book of every match and a book of the matches before the day give the same features: nothing of the
+    day or after it is read."""
+    games, _ = ipl_games
+    d = ipl_tables.deliveries
+    some = games[games["season"] == 2025].head(3)
+    before = d[d["date"] < some["date"].min()]
+    full = record_features(RecordBook(d), ipl_tables.matches, some)
+    assert np.allclose(full, record_features(RecordBook(before), ipl_tables.matches, some))
+    assert full.shape == (3, len(FEATURES) + 1) and np.isfinite(full).all()
+    assert (full[:, :-1] != 0).all()  # sides of established players have records
+    assert (full[:, -1] == some["chasing_won_toss"]).all()
+
+
+def test_the_baselines_fit_the_training_seasons_and_read_only_earlier_games(ipl_tables, ipl_games):
+    games, _ = ipl_games
+    book = RecordBook(ipl_tables.deliveries)
+    baselines = BeforeBaselines(book, ipl_tables.matches, games, train_until=2022)
+    scored = (games["season"] == 2023).to_numpy()
+    p = baselines.probabilities(games, scored)
+    assert {k: len(v) for k, v in p.items()} == {"logistic": scored.sum(), "elo": scored.sum()}
+    assert all(((v > 0.2) & (v < 0.8)).all() for v in p.values())  # two T20 sides: no walkover
+    upto = games[games["season"] <= 2023]  # the games after 2023 change nothing of 2023's chances
+    again = baselines.probabilities(upto, scored[: len(upto)])
+    assert np.allclose(again["elo"], p["elo"]) and np.allclose(again["logistic"], p["logistic"])
+
+
+def test_the_scores_are_paired_baseline_minus_simulator():
+    games = pd.DataFrame(
+        {
+            "season": [2025] * 4,
+            "competition": ["X"] * 4,
+            "won": [1.0, 0.0, 1.0, 0.5],
+            "simulator": [0.9, 0.1, 0.8, 0.5],
+            "logistic": [0.5] * 4,
+            "elo": [0.4, 0.6, 0.4, 0.5],
+        }
+    )
+    table, paired = score(games, 1e-3)
+    every = table.set_index("matches").loc["every match"]
+    assert every["simulator_brier"] == pytest.approx((0.01 + 0.01 + 0.04 + 0) / 4)
+    assert every["logistic_brier"] == pytest.approx(0.25 * 3 / 4)
+    row = paired[(paired["against"] == "logistic") & (paired["metric"] == "brier")].iloc[0]
+    assert row["diff"] == pytest.approx(every["logistic_brier"] - every["simulator_brier"]) and row["diff"] > 0
+    assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+
+
+def test_each_listed_players_real_figures_add_up_to_the_sides(ipl_tables):
+    d, m = ipl_tables.deliveries, ipl_tables.matches
+    some = m[m["season"] == 2025].head(4)
+    figures = real_figures(d[d["match_id"].astype(str).isin(some["match_id"].astype(str))], some)
+    regular = d[d["match_id"].astype(str).isin(some["match_id"].astype(str)) & ~d["is_super_over"].astype(bool)]
+    runs = regular.groupby([regular["match_id"].astype(str), "batting_team"])["runs_batter"].sum()
+    wickets = (
+        pd.Series(bowler_wickets(regular))
+        .groupby([regular["match_id"].astype(str).to_numpy(), regular["bowling_team"].astype(str).to_numpy()])
+        .sum()
+    )
+    by_side = figures.groupby(["match_id", "team"])[["runs", "wickets"]].sum()
+    assert np.allclose(by_side["runs"], runs.reindex(by_side.index)) and by_side["runs"].gt(100).all()
+    assert np.allclose(by_side["wickets"], wickets.reindex(by_side.index))
+    assert set(figures.groupby("match_id").size()) <= {22, 23, 24}  # both XIs, each with its impact player
+
+
+def test_recent_quantiles_read_the_players_last_ten_earlier_matches(ipl_tables):
+    figures = real_figures(ipl_tables.deliveries, ipl_tables.matches)
+    recent = recent_quantiles(figures)
+    row = figures[(figures["player"] == "V Kohli") & (figures["date"].dt.year == 2025)].index[0]
+    his = figures[(figures["key"] == figures.loc[row, "key"]) & (figures["date"] < figures.loc[row, "date"])]
+    last = his.sort_values("date")["runs"].tail(10).to_numpy()
+    assert recent.loc[row, "recent_matches"] == 10
+    assert recent.loc[row, ["recent_runs_q10", "recent_runs_q50", "recent_runs_q90"]].tolist() == pytest.approx(
+        np.quantile(last, [0.1, 0.5, 0.9]).tolist()
+    )
+    debut = figures.sort_values("date").groupby("key").head(1).index
+    assert recent.loc[debut, "recent_runs_q50"].isna().all() and (recent.loc[debut, "recent_matches"] == 0).all()
+
+
+def test_pinball_by_hand():
+    y, q10, q50, q90 = (np.array([v]) for v in (30.0, 5.0, 20.0, 60.0))
+    # under q10's and q50's: 0.1 * 25, 0.5 * 10; over q90's: (1 - 0.9) * 30
+    assert pinball(y, q10, q50, q90) == pytest.approx([(2.5 + 5 + 3) / 3])
+
+
+def test_unknown_players_rename_one_match_only(ipl_tables):
+    m = ipl_tables.matches
+    match_id = str(m["match_id"].iloc[-1])
+    out = unknown_players(m, match_id)
+    row = out[out["match_id"].astype(str) == match_id].iloc[0]
+    assert row["team1_players"].split(";")[0] == f"{row['team1']} #0" and pd.isna(row["team1_player_ids"])
+    assert out.drop(index=row.name).equals(m.drop(index=row.name))
+
+
+def test_the_lines_before_the_first_ball_hold_every_listed_player_twice(fixture_simulator, phases):
+    from tests.simulation.test_before import MATCH, before
+
+    matches, _ = before(phases)
+    chances, lines = simulate_before(fixture_simulator, matches, pd.DataFrame({"match_id": [MATCH]}), 16, 0, True)
+    assert 0 <= chances[0] <= 1
+    assert len(lines) == len(listed_players(matches)) and lines["player"].is_unique
+    for figure in LINE_FIGURES:
+        assert lines[figure].notna().all() and lines[f"unknown_{figure}"].notna().all()
+
+
+def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = tmp_path / "before"
+    model = tracked_run["results"]["checkpoint"]
+    common = ["--model", model, "--sims", "4", "--sources", str(FIXTURES), "--tracking-uri", uri, "--out", str(out)]
+    assert main([*common, "--test", "2025", "2026"]) == 0
+    report = (out / "before.md").read_text()
+    assert "5 matches of 2025, 2026, 4 simulations each" in report and "Each listed player's runs" in report
+    games = pd.read_csv(out / "before.csv")
+    assert len(games) == 5 and games[["simulator", "logistic", "elo"]].apply(lambda p: p.between(0, 1).all()).all()
+    assert set(pd.read_csv(out / "players.csv")["match_id"].astype(str)) == set(games["match_id"].astype(str))
+    (run,) = MlflowClient(uri).search_runs(MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id)
+    assert run.data.tags["model_family"] == "simulator" and "before/simulator_brier" in run.data.metrics
+    capsys.readouterr()
+    assert main([*common, "--train-until", "2017", "--test", "2025"]) == 2  # too few earlier matches to fit on
+    assert capsys.readouterr().err.splitlines() == [
+        "cricket-attn-before-eval: --train-until 2017: 4 matches won or lost to fit the baselines on (at least 10, "
+        "some won by each side)"
+    ]
