@@ -79,3 +79,12 @@ def test_players_notebook_ranks_a_seasons_leaders_and_draws_a_card(tracked_run, 
     tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "execute_result"]
     assert len(tables) == 3 and "runs_above_expected" in tables[0] and "runs_saved" in tables[1]
     assert "season 2024: 3 matches" in "".join(o.get("text", "") for o in outputs)
+
+
+def test_projections_notebook_plays_a_match_before_the_toss_and_its_matchups(tracked_run, monkeypatch):
+    checkpoint = tracked_run["results"]["checkpoint"]
+    outputs = run_with_model("06_projections.ipynb", checkpoint, monkeypatch, CRICKET_ATTN_SIMS="8")
+    assert sum(1 for o in outputs if "image/png" in o.get("data", {})) == 3  # the chance, the lines, the matchups
+    tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "execute_result"]
+    assert len(tables) == 3 and "order_weight" in tables[0] and "fantasy_mean" in tables[1]
+    assert "model_runs" in tables[2] and "8 simulations of the match" in "".join(o.get("text", "") for o in outputs)

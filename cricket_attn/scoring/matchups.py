@@ -60,12 +60,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def plot_table(table: pd.DataFrame, path: Path, rows: str, title: str) -> Path:
-    """Runs a delivery, the model's in colour, the raw record's beside it, one row per `rows`, one column per phase."""
+    """Runs a delivery, the model's in colour, the raw record's beside it, one row per `rows` (per pair where
+    the table holds several players on both sides), one column per phase."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    other = "batter" if rows == "bowler" else "bowler"
+    if table[other].nunique() > 1:  # several on both sides: a row per pair
+        table = table.assign(**{rows: table["batter"] + " v " + table["bowler"]})
     grid = table.pivot(index=rows, columns="phase", values="model_runs")
     grid = grid[[p for p in PHASES if p in grid.columns]]
     fig, ax = plt.subplots(figsize=(2.2 * len(grid.columns) + 2.5, 0.7 * len(grid) + 1.6))
