@@ -55,6 +55,23 @@ def check_before(row: pd.Series) -> None:
         raise StateError(f"match {match_id}: info.venue: no venue (the ground's record is one of the model's inputs)")
 
 
+def listed_as_deliveries(matches: pd.DataFrame, match_ids: list[str]) -> pd.DataFrame:
+    """Matches not yet begun as rows of a deliveries table, one per listed player as both batter and bowler at
+    the match's ground, on its day, in its competition: what a check of who the model knows reads
+    (`reading.unknown_to`), the XIs in place of balls."""
+    rows = []
+    for _, row in matches[matches["match_id"].astype(str).isin(match_ids)].iterrows():
+        for side in ("team1", "team2"):
+            names = str(row[f"{side}_players"]).split(";")
+            ids = row.get(f"{side}_player_ids")
+            ids = str(ids).split(";") if isinstance(ids, str) else [None] * len(names)
+            where = {k: row.get(k) for k in ("date", "venue", "city", "competition")}
+            for name, key in zip(names, ids):
+                player = {"batter": name, "batter_id": key or None, "bowler": name, "bowler_id": key or None}
+                rows.append({"match_id": str(row["match_id"]), **where, "is_super_over": False, **player})
+    return pd.DataFrame(rows)
+
+
 def batting_orders(row: pd.Series) -> list[tuple[str, float]]:
     """Who bats first, with its chance: the toss winner's choice where the file gives the toss, else either
     side with 1/2 (whoever wins the toss, the same habit at the venue gives each side the same chance to bat

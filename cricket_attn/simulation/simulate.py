@@ -32,7 +32,7 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
-from cricket_attn.simulation.before import check_before, project_before
+from cricket_attn.simulation.before import check_before, listed_as_deliveries, project_before
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
@@ -339,7 +339,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
                 )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
-    summary.unknown = reading.unknown_to(trained.encoder, tables.deliveries)
+    listed = listed_as_deliveries(tables.matches, [m for m in before if m in set(out["match_id"])])
+    summary.unknown = reading.unknown_to(trained.encoder, pd.concat([tables.deliveries, listed], ignore_index=True))
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     return summary

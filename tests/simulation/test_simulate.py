@@ -355,6 +355,10 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
     lines = [pd.read_csv(tmp_path / f"{kind}_players.csv") for kind in ("form", "file")]
     pd.testing.assert_frame_equal(*lines)
     assert len(pd.read_csv(from_form)) == 1  # the toss known: the side that chose, batting first
+    assert "Zz Newcomer" not in str(summary.unknown)
+    newcomer = [*form[:3], "--xi", ",".join([*info["players"][teams[0]][:-1], "Zz Newcomer"]), *form[5:]]
+    unknown = run(args(checkpoint, tmp_path / "new.csv", extra=newcomer)).unknown  # an XI's debutant, named
+    assert "Zz Newcomer" in unknown["batters"] and "Zz Newcomer" in unknown["bowlers"]
     capsys.readouterr()
     xi = info["players"][teams[0]]
     for wrong, message in (
