@@ -55,21 +55,35 @@ def check_before(row: pd.Series) -> None:
         raise StateError(f"match {match_id}: info.venue: no venue (the ground's record is one of the model's inputs)")
 
 
+def listed_players(matches: pd.DataFrame) -> pd.DataFrame:
+    """One row per listed player of each match: `match_id`, `date`, `team`, `place` (in the list), `player` (the
+    name) and `key` (the registry id, else the name, as `entity_key`)."""
+    rows = []
+    for row in matches.itertuples(index=False):
+        for side in ("team1", "team2"):
+            names = getattr(row, f"{side}_players")
+            if not isinstance(names, str) or not names:
+                continue
+            names = names.split(";")
+            ids = getattr(row, f"{side}_player_ids", None)
+            ids = ids.split(";") if isinstance(ids, str) else [""] * len(names)
+            team = getattr(row, side)
+            rows += [(str(row.match_id), row.date, team, i, n, k or n) for i, (n, k) in enumerate(zip(names, ids))]
+    return pd.DataFrame(rows, columns=["match_id", "date", "team", "place", "player", "key"])
+
+
 def listed_as_deliveries(matches: pd.DataFrame, match_ids: list[str]) -> pd.DataFrame:
     """Matches not yet begun as rows of a deliveries table, one per listed player as both batter and bowler at
     the match's ground, on its day, in its competition: what a check of who the model knows reads
     (`reading.unknown_to`), the XIs in place of balls."""
-    rows = []
-    for _, row in matches[matches["match_id"].astype(str).isin(match_ids)].iterrows():
-        for side in ("team1", "team2"):
-            names = str(row[f"{side}_players"]).split(";")
-            ids = row.get(f"{side}_player_ids")
-            ids = str(ids).split(";") if isinstance(ids, str) else [None] * len(names)
-            where = {k: row.get(k) for k in ("date", "venue", "city", "competition")}
-            for name, key in zip(names, ids):
-                player = {"batter": name, "batter_id": key or None, "bowler": name, "bowler_id": key or None}
-                rows.append({"match_id": str(row["match_id"]), **where, "is_super_over": False, **player})
-    return pd.DataFrame(rows)
+    chosen = matches[matches["match_id"].astype(str).isin(match_ids)].assign(
+        match_id=lambda m: m["match_id"].astype(str)
+    )
+    listed = listed_players(chosen)
+    where = chosen[["match_id", "venue", "city", "competition"]]
+    out = listed.merge(where, on="match_id", how="left").assign(is_super_over=False)
+    ids = out["key"].where(out["key"] != out["player"])  # a name without an id: none
+    return out.assign(batter=out["player"], batter_id=ids, bowler=out["player"], bowler_id=ids)
 
 
 def batting_orders(row: pd.Series) -> list[tuple[str, float]]:

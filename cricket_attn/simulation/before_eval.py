@@ -54,7 +54,7 @@ from cricket_attn.metrics import (
     match_bootstrap_sums,
 )
 from cricket_attn.settings import count
-from cricket_attn.simulation.before import batting_orders, check_before, project_before
+from cricket_attn.simulation.before import batting_orders, check_before, listed_players, project_before
 from cricket_attn.simulation.match import StateError
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import not_simulated
@@ -112,17 +112,14 @@ def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> t
 def _players(matches: pd.DataFrame, games: pd.DataFrame, side: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each game's `side` XI in its batting order (`setup.batting_order`): the players' keys (a registry id, else
     the name, as `entity_key`), each one's game (row of `games`) and place in the order."""
-    by_id = matches.assign(match_id=matches["match_id"].astype(str)).set_index("match_id")
+    listed = listed_players(matches[matches["match_id"].astype(str).isin(set(games["match_id"]))])
+    xis = listed.groupby(["match_id", "team"], sort=False)["key"].agg(list)
     keys, game, place = [], [], []
     for i, (match_id, team) in enumerate(zip(games["match_id"], games[side])):
-        row = by_id.loc[match_id]
-        which = "team1" if row["team1"] == team else "team2"
-        names = str(row[f"{which}_players"]).split(";")
-        ids = row.get(f"{which}_player_ids")
-        ids = str(ids).split(";") if isinstance(ids, str) else [""] * len(names)
-        keys += batting_order([k or n for n, k in zip(names, ids)])
-        game += [i] * len(names)
-        place += list(range(len(names)))
+        xi = batting_order(xis[(match_id, team)])
+        keys += xi
+        game += [i] * len(xi)
+        place += list(range(len(xi)))
     return np.array(keys, dtype=object), np.array(game), np.array(place)
 
 
@@ -258,23 +255,6 @@ def simulate_before(
 PLAYER_FIGURES = ("runs", "wickets")
 LINE_FIGURES = tuple(f"{f}_q{q}" for f in PLAYER_FIGURES for q in (10, 50, 90))
 LAST = 10  # the empirical baseline: a player's figures in his last this many matches in an XI
-
-
-def listed_players(matches: pd.DataFrame) -> pd.DataFrame:
-    """One row per listed player of each match: `match_id`, `date`, `team`, `place` (in the list), `player` (the
-    name) and `key` (the registry id, else the name, as `entity_key`)."""
-    rows = []
-    for row in matches.itertuples(index=False):
-        for side in ("team1", "team2"):
-            names = getattr(row, f"{side}_players")
-            if not isinstance(names, str) or not names:
-                continue
-            names = names.split(";")
-            ids = getattr(row, f"{side}_player_ids", None)
-            ids = ids.split(";") if isinstance(ids, str) else [""] * len(names)
-            team = getattr(row, side)
-            rows += [(str(row.match_id), row.date, team, i, n, k or n) for i, (n, k) in enumerate(zip(names, ids))]
-    return pd.DataFrame(rows, columns=["match_id", "date", "team", "place", "player", "key"])
 
 
 def unknown_players(matches: pd.DataFrame, match_id: str) -> pd.DataFrame:
