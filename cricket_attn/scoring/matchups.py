@@ -110,7 +110,8 @@ def evaluate(args: argparse.Namespace, trained, d: pd.DataFrame) -> str:
     if test.empty:
         raise ValueError(f"--test {args.test}: no deliveries of these seasons in the data")
     scored = trained.score(test)
-    balls, strength = evaluate_pairs(d, scored, d[d["season"] == args.choose_on])
+    choose = d[(d["season"] == args.choose_on) & ~d["is_super_over"].astype(bool)]  # as scored: regular innings
+    balls, strength = evaluate_pairs(d, scored, choose)
     pair = balls["batter"].astype(str) + " v " + balls["bowler"].astype(str)
     diff = match_bootstrap((balls["pair_log_loss"] - balls["model_log_loss"]).to_numpy(), pair)
     per_pair = balls.groupby(pair)[["model_log_loss", "pair_log_loss"]].mean()

@@ -119,9 +119,12 @@ def project_before(
     row = row.iloc[0]
     check_before(row)
     frames, lines = [], []
-    for first, weight in batting_orders(row):
+    orders = batting_orders(row)
+    shares = [int(n * weight) for _, weight in orders]
+    shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
+    for (first, weight), share in zip(orders, shares):
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, max(1, round(n * weight)), seed, False, players, fantasy)
+        out = project_context(sim, ctx, max(1, share), seed, False, players, fantasy)
         projected, line = out if players else (out, None)
         frames.append(projected.assign(order_weight=weight))
         if players:

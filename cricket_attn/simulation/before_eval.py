@@ -2,10 +2,13 @@
 
     cricket-attn-before-eval --model outputs/<date>/<time>/checkpoints/refit/calibrated.ckpt --sims 200
 
-Each test match with a result is simulated from the state before its first ball as an analyst would write it
-once the toss is made (its file's info alone: the XIs as listed, the venue, the date, the toss;
-`before.project_before`), and its chasing side's chance to win is scored against what came of it (a tie is half
-a win). The yardsticks, fitted on the matches through --train-until and read as of each match's day:
+Each test match with a result is simulated from the state before its first ball (its file's info alone: the
+XIs as listed, the venue, the date, the toss; `before.project_before`), and its chasing side's chance to win is
+scored against what came of it (a tie is half a win). The file's XIs are written after the match: in the order
+the sides batted and with the impact player who was used, which an analyst does not know at the toss; the
+simulator and the logistic read them, Elo and a player's last ten matches do not: the measure flatters the first
+two until the XIs are taken from before the toss. The yardsticks, fitted on the matches through --train-until
+and read as of each match's day:
 
 - `logistic`: a logistic regression on the two sides' records as of the day: the batting strength of each
   XI's first seven in its batting order (runs and dismissals a ball above what their competitions' mix
@@ -271,13 +274,13 @@ def unknown_players(matches: pd.DataFrame, match_id: str) -> pd.DataFrame:
 
 
 def real_figures(d: pd.DataFrame, matches: pd.DataFrame) -> pd.DataFrame:
-    """`listed_players` of every match with his `runs` off the bat and `wickets` in its regular innings (0 for a
-    player who did not bat or bowl)."""
+    """`listed_players` of every match with a ball bowled, with his `runs` off the bat and `wickets` in its
+    regular innings (0 for a player who did not bat or bowl; an abandoned match is no appearance)."""
     d = d[~d["is_super_over"].astype(bool)]
     match_id = d["match_id"].astype(str).to_numpy()
     runs = pd.Series(d["runs_batter"].to_numpy(float)).groupby([match_id, entity_key(d, "batter")]).sum()
     wickets = pd.Series(bowler_wickets(d).astype(float)).groupby([match_id, entity_key(d, "bowler")]).sum()
-    out = listed_players(matches)
+    out = listed_players(matches[matches["match_id"].astype(str).isin(set(match_id))])  # a ball was bowled
     at = pd.MultiIndex.from_arrays([out["match_id"], out["key"]])
     return out.assign(runs=runs.reindex(at).fillna(0).to_numpy(), wickets=wickets.reindex(at).fillna(0).to_numpy())
 

@@ -61,6 +61,7 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     assert sorted(projections["batting_team"]) == sorted(doc["info"]["teams"])
     assert projections["order_weight"].tolist() == [0.5, 0.5]
     assert projections["sims"].tolist() == [16, 16]  # the match's 32 simulations, half with each side batting first
+    assert project_before(fixture_simulator, matches, MATCH, n=5, seed=0)["sims"].tolist() == [3, 2]  # 5 in all
     _, lines = project_before(fixture_simulator, matches, MATCH, n=8, seed=0, players=True)
     assert sorted(lines["batting_first"].unique()) == sorted(doc["info"]["teams"])  # each order's lines, told apart
 
