@@ -153,6 +153,14 @@ def matchup_table(
     keys = {("batter", b): player_key(d, "batter", b) for b in batters}
     keys |= {("bowler", b): player_key(d, "bowler", b) for b in bowlers}
     points = {p: situations(d, competition, p, date, n, seed) for p in phases}
+    # Read the whole table once: the situations' innings, and the deliveries between the players asked.
+    chosen = pd.concat(points.values())
+    innings = d.set_index([d["match_id"].astype(str), "innings"]).index
+    around = d[innings.isin(pd.MultiIndex.from_arrays([chosen["match_id"].astype(str), chosen["innings"]]))]
+    met = d[
+        np.isin(entity_key(d, "batter"), [keys[("batter", b)] for b in batters])
+        & np.isin(entity_key(d, "bowler"), [keys[("bowler", b)] for b in bowlers])
+    ]
     tables, pairs = [], []
     for x in batters:
         for y in bowlers:
@@ -160,7 +168,7 @@ def matchup_table(
                 tag = f"matchup-{len(pairs)}"
                 pairs.append((x, y, p, tag))
                 bat, bowl = (x, keys[("batter", x)]), (y, keys[("bowler", y)])
-                tables.append(matchup_innings(d, points[p], bat, bowl, venue, city, date, tag))
+                tables.append(matchup_innings(around, points[p], bat, bowl, venue, city, date, tag))
     synthetic = pd.concat(tables, ignore_index=True)
     if not trained.encoder.known_attached:
         trained.encoder.attach_known(d)
@@ -172,7 +180,7 @@ def matchup_table(
         view = figures_of(mine[list(PROB_COLUMNS)].to_numpy()) if len(mine) else {f: np.zeros(0) for f in FIGURES}
         row = {"batter": x, "bowler": y, "phase": p, "situations": len(mine)}
         row |= {f"model_{f}": float(v.mean()) if len(v) else np.nan for f, v in view.items()}
-        row |= raw_record(d, keys[("batter", x)], keys[("bowler", y)], date, p)
+        row |= raw_record(met, keys[("batter", x)], keys[("bowler", y)], date, p)
         row["disagree"] = ", ".join(  # an interval needs two deliveries
             f
             for f in FIGURES

@@ -261,15 +261,14 @@ LAST = 10  # the empirical baseline: a player's figures in his last this many ma
 
 
 def unknown_players(matches: pd.DataFrame, match_id: str) -> pd.DataFrame:
-    """The matches table with one match's XIs renamed "<team> #<place>", without ids: players the model has
-    never seen (no record, no embedding of their own: each reads as his competition's mix)."""
-    out = matches.copy()
-    at = out["match_id"].astype(str) == str(match_id)
+    """One match's line of the matches table with its XIs renamed "<team> #<place>", without ids: players the
+    model has never seen (no record, no embedding of their own: each reads as his competition's mix)."""
+    out = matches[matches["match_id"].astype(str) == str(match_id)].copy()
     for side in ("team1", "team2"):
-        team, names = out.loc[at, side].iloc[0], str(out.loc[at, f"{side}_players"].iloc[0]).split(";")
-        out.loc[at, f"{side}_players"] = ";".join(f"{team} #{i}" for i in range(len(names)))
+        team, names = out[side].iloc[0], str(out[f"{side}_players"].iloc[0]).split(";")
+        out[f"{side}_players"] = ";".join(f"{team} #{i}" for i in range(len(names)))
         if f"{side}_player_ids" in out:
-            out.loc[at, f"{side}_player_ids"] = None
+            out[f"{side}_player_ids"] = None
     return out
 
 

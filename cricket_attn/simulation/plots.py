@@ -112,7 +112,7 @@ def weighted_lines(lines: pd.DataFrame) -> pd.DataFrame:
     mean by `order_weight` (for a quantile, an approximation: the mixture's own quantile lies between them)."""
     numeric = [c for c in lines.columns if c.endswith(("_mean", "_q10", "_q50", "_q90")) or c.startswith("p_")]
     w = lines["order_weight"].astype(float)
-    summed = lines[numeric].mul(w, axis=0).groupby([lines["team"], lines["player"]], sort=False).sum()
+    summed = lines[numeric].mul(w, axis=0).groupby([lines["team"], lines["player"]], sort=False).sum(min_count=1)
     return summed.div(w.groupby([lines["team"], lines["player"]], sort=False).sum(), axis=0).reset_index()
 
 
