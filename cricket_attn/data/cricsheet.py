@@ -165,6 +165,10 @@ class _Parser:
         innings, deliveries = [], []
         for pos, inn in enumerate(innings_list):
             innings.append(self.parse_innings(inn, pos, info, deliveries))
+        # Who came into each side during the match (an impact player, a concussion substitute): listed in
+        # info.players, not in the XI named at the toss. None where no one did.
+        for side in ("team1", "team2"):
+            info[f"{side}_came_in"] = ";".join(info["_came_in"].get(info[side], [])) or None
         return ParsedMatch(info=info, innings=innings, deliveries=deliveries)
 
     def toss_decision(self, toss: dict) -> str | None:
@@ -250,6 +254,7 @@ class _Parser:
             "method": self.get(outcome, "method", str, "info.outcome", default=None),
             "eliminator": self.get(outcome, "eliminator", str, "info.outcome", default=None),
             "_people": people,
+            "_came_in": {},  # team -> who came in during the match (`replacements`), filled by its innings
         }
 
     def parse_innings(self, inn: dict, pos: int, info: dict, out: list[tuple]) -> dict:
@@ -307,6 +312,7 @@ class _Parser:
                 bowler = sys.intern(self.get(d, "bowler", str, at))
                 non_striker = sys.intern(self.get(d, "non_striker", str, at))
 
+                self.parse_replacements(d, at, info)
                 kinds, outs = [], []
                 team_wickets = 0
                 for k, w in enumerate(self.get(d, "wickets", list, at, default=[])):
@@ -362,6 +368,18 @@ class _Parser:
                 legal_ball_index += is_legal
         innings["powerplays"] = self.parse_powerplays(inn, where, info["balls_per_over"], legal_at)
         return innings
+
+    def parse_replacements(self, d: dict, at: str, info: dict) -> None:
+        """A delivery's `replacements.match`: a player who came into a side during the match, kept by side in
+        `info["_came_in"]` (`replacements.role`, a batter's runner or a captain's stand-in, changes no XI)."""
+        replacements = self.get(d, "replacements", dict, at, default={})
+        for k, r in enumerate(self.get(replacements, "match", list, f"{at}.replacements", default=[])):
+            where = f"{at}.replacements.match[{k}]"
+            team, came_in = self.get(r, "team", str, where), self.get(r, "in", str, where)
+            if team not in (info["team1"], info["team2"]):
+                raise self.error(f"{where}.team", f"{team!r} is not one of info.teams")
+            if came_in not in info["_came_in"].setdefault(team, []):
+                info["_came_in"][team].append(came_in)
 
     def parse_powerplays(self, inn: dict, where: str, balls_per_over: int, legal_at: dict) -> str:
         """The innings' fielding-restriction windows as Cricsheet records them (`powerplays`: from and to in

@@ -4,6 +4,9 @@ toss), checked, then simulated from the state before its first ball for each sid
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
@@ -72,6 +75,58 @@ def listed_players(matches: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["match_id", "date", "team", "place", "player", "key"])
 
 
+def earlier(frame: pd.DataFrame, column: str, last: int) -> np.ndarray:
+    """(rows, last): each row's `column` in the `last` rows of its `key` before it on an earlier day (NaN where
+    there are fewer; a row of the same day is not "before"), `frame` sorted by key and date."""
+    lags = range(1, last + 1)
+    values = np.column_stack([frame.groupby("key")[column].shift(lag).to_numpy(float) for lag in lags])
+    dates = np.column_stack([frame.groupby("key")["date"].shift(lag).to_numpy() for lag in lags])
+    values[~(dates < frame["date"].to_numpy()[:, None])] = np.nan
+    return values
+
+
+USUAL_PLACE_MATCHES = 10  # a player's usual place in the order: the median of his places in this many matches
+
+
+def at_the_toss(matches: pd.DataFrame, last: int = USUAL_PLACE_MATCHES) -> pd.DataFrame:
+    """`matches` with each side's XI as known at the toss, not as the file lists it after the match: without
+    whoever came in during the match (`teamN_came_in`: an impact player, a concussion substitute), and in the
+    order of each player's usual place in his sides' batting orders (`setup.batting_order`: the median over his
+    last `last` listed matches before the day; players with none after those with one, by name), not the order
+    they batted in. A side listing more than 11 without saying who came in has no XI (None)."""
+    listed = listed_players(matches)
+    size = listed.groupby(["match_id", "team"])["place"].transform("size")
+    listed["order"] = np.where(size == 12, (listed["place"] - 1) % 12, listed["place"])  # as `batting_order`
+    listed = listed.sort_values(["key", "date", "match_id"], kind="stable")
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # a player with no earlier match: NaN, as meant
+        warnings.simplefilter("ignore", RuntimeWarning)
+        listed["usual"] = np.nanmedian(earlier(listed, "order", last), axis=1)
+    came_in = {
+        (str(row["match_id"]), row[side]): set(str(row[f"{side}_came_in"]).split(";"))
+        for _, row in matches.iterrows()
+        for side in ("team1", "team2")
+        if isinstance(row.get(f"{side}_came_in"), str)
+    }
+    rows = zip(listed["match_id"], listed["team"], listed["player"])
+    listed = listed[[p not in came_in.get((m, t), ()) for m, t, p in rows]]
+    # A list of 12 that does not say who came in: which 11 were named at the toss is not known (no XI).
+    listed = listed[listed.groupby(["match_id", "team"])["place"].transform("size") <= 11]
+    listed = listed.assign(unknown=listed["usual"].isna()).sort_values(["unknown", "usual", "player"], kind="stable")
+    xis = listed.groupby(["match_id", "team"], sort=False).agg(players=("player", ";".join), keys=("key", list))
+    out = matches.copy()
+    for side in ("team1", "team2"):
+        at = pd.MultiIndex.from_arrays([out["match_id"].astype(str), out[side]])
+        found = xis.reindex(at)
+        out[f"{side}_players"] = found["players"].to_numpy()
+        if f"{side}_player_ids" in out:
+            names = found["players"].str.split(";")
+            out[f"{side}_player_ids"] = [
+                ";".join(k if k != n else "" for n, k in zip(ns, ks)) if isinstance(ks, list) else None
+                for ns, ks in zip(names, found["keys"])
+            ]
+    return out
+
+
 def listed_as_deliveries(matches: pd.DataFrame, match_ids: list[str]) -> pd.DataFrame:
     """Matches not yet begun as rows of a deliveries table, one per listed player as both batter and bowler at
     the match's ground, on its day, in its competition: what a check of who the model knows reads
@@ -106,13 +161,15 @@ def project_before(
     seed: int = 0,
     players: bool = False,
     fantasy: FantasyTable | None = None,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    draws: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list]:
     """`project_match` for a match not yet begun (its file's info alone): the state before the first ball,
     for each side that may bat first (`batting_orders`: one where the toss is known, else two, each with
     its chance as its `order_weight`); `players` and `fantasy` as there, the lines weighted the same way.
     The `n` simulations of the match are shared out between the orders by their chance (before the toss,
     n/2 with each side batting first: the toss drawn as a coin, stratified), so n is the match's simulations
-    in all, as from any other state."""
+    in all, as from any other state. With `draws`, the players' figures draw by draw in place of their lines
+    (`match.project_context`), each point with its order's `order_weight`."""
     row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
     if row.empty:
         raise StateError(f"match {match_id}: not in the matches read")
@@ -124,10 +181,14 @@ def project_before(
     shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
     for (first, weight), share in zip(orders, shares):
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, max(1, share), seed, False, players, fantasy)
+        out = project_context(sim, ctx, max(1, share), seed, False, players, fantasy, draws)
         projected, line = out if players else (out, None)
         frames.append(projected.assign(order_weight=weight))
-        if players:
+        if players and draws:
+            lines += [(point | {"order_weight": weight}, team, side) for point, team, side in line]
+        elif players:
             lines.append(line.assign(order_weight=weight))
     projections = pd.concat(frames, ignore_index=True)
-    return (projections, pd.concat(lines, ignore_index=True)) if players else projections
+    if not players:
+        return projections
+    return projections, lines if draws else pd.concat(lines, ignore_index=True)

@@ -2,12 +2,15 @@
 
     cricket-attn-before-eval --model outputs/<date>/<time>/checkpoints/refit/calibrated.ckpt --sims 200
 
-Each test match with a result is simulated from the state before its first ball (its file's info alone: the
-XIs as listed, the venue, the date, the toss; `before.project_before`), and its chasing side's chance to win is
-scored against what came of it (a tie is half a win). The file's XIs are written after the match: in the order
-the sides batted and with the impact player who was used, which an analyst does not know at the toss; the
-simulator and the logistic read them, Elo and a player's last ten matches do not: the measure flatters the first
-two until the XIs are taken from before the toss. The yardsticks, fitted on the matches through --train-until
+Each test match with a result is simulated from the state before its first ball (its info alone: the XIs,
+the venue, the date, the toss; `before.project_before`), and its chasing side's chance to win is scored against
+what came of it (a tie is half a win). The XIs are those known at the toss (`before.at_the_toss`): a file lists
+its sides after the match, in the order they batted and with whoever came in during it (the impact player
+used); here each side is its XI named at the toss, in the order of each player's usual place in his last ten
+matches. The yardsticks, fitted on the matches through --train-until (their XIs the same way) and read as of
+each match's day:
+
+The yardsticks, fitted on the matches through --train-until
 and read as of each match's day:
 
 - `logistic`: a logistic regression on the two sides' records as of the day: the batting strength of each
@@ -20,9 +23,10 @@ and read as of each match's day:
 
 Brier score and log loss per match, the differences paired by match with 95% bootstrap intervals.
 
-Each listed player's runs and wickets in the match (`--players`, the default) are scored from the same
-simulations by the pinball loss of their 10/50/90% quantiles and the 10-90% coverage, against his own last
-ten matches in an XI (an empirical distribution) and the simulator with both XIs unknown to the model.
+Each player of the XIs' runs and wickets in the match (`--players`, the default) are scored from the same
+simulations by the pinball loss of their 10/50/90% quantiles and the 10-90% coverage (of the randomised PIT,
+`pit_coverage`: 0.8 for a forecast that is right), against his own last ten matches in an XI (an empirical
+distribution) and the simulator with both XIs unknown to the model.
 """
 
 from __future__ import annotations
@@ -57,7 +61,15 @@ from cricket_attn.metrics import (
     match_bootstrap_sums,
 )
 from cricket_attn.settings import count
-from cricket_attn.simulation.before import batting_orders, check_before, listed_players, project_before
+from cricket_attn.simulation.before import (
+    at_the_toss,
+    batting_orders,
+    check_before,
+    earlier,
+    listed_players,
+    project_before,
+)
+from cricket_attn.simulation.lines import summarise
 from cricket_attn.simulation.match import StateError
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import not_simulated
@@ -232,19 +244,22 @@ def simulate_before(
     list) from the same simulations, and from simulations with every player of both XIs unknown to the model
     (`unknown_players`) as `unknown_` columns."""
     chances, lines = np.empty(len(games)), []
+    figures = [*LINE_FIGURES, *DRAWS]
     for i, match_id in enumerate(
         progress.track(list(games["match_id"]), "simulating before the first ball", unit="match")
     ):
-        out = project_before(sim, matches, match_id, n=n, seed=seed, players=players)
+        out = project_before(sim, matches, match_id, n=n, seed=seed, players=players, draws=True)
         chances[i] = (out[0] if players else out)["win_probability"].iloc[0]
         if players:
             listed = listed_players(matches[matches["match_id"].astype(str) == match_id])
-            known = listed.merge(out[1][["team", "player", *LINE_FIGURES]], on=["team", "player"], how="left")
-            _, unknown = project_before(sim, unknown_players(matches, match_id), match_id, n=n, seed=seed, players=True)
+            known = listed.merge(draw_lines(out[1])[["team", "player", *figures]], on=["team", "player"], how="left")
+            unknown = unknown_players(matches, match_id)
+            _, unknown = project_before(sim, unknown, match_id, n=n, seed=seed, players=True, draws=True)
+            unknown = draw_lines(unknown)
             unknown = unknown.assign(place=unknown["player"].str.rsplit("#", n=1).str[1].astype(int))
             lines.append(
                 known.merge(
-                    unknown[["team", "place", *LINE_FIGURES]].add_prefix("unknown_"),
+                    unknown[["team", "place", *figures]].add_prefix("unknown_"),
                     left_on=["team", "place"],
                     right_on=["unknown_team", "unknown_place"],
                     how="left",
@@ -257,7 +272,18 @@ def simulate_before(
 # by the 10/50/90% quantiles of the forecast.
 PLAYER_FIGURES = ("runs", "wickets")
 LINE_FIGURES = tuple(f"{f}_q{q}" for f in PLAYER_FIGURES for q in (10, 50, 90))
+DRAWS = tuple(f"{f}_draws" for f in PLAYER_FIGURES)  # a forecast's values, one per simulation or earlier match
 LAST = 10  # the empirical baseline: a player's figures in his last this many matches in an XI
+
+
+def draw_lines(sides: list[tuple[dict, str, dict]]) -> pd.DataFrame:
+    """One row per player of `project_before(..., draws=True)`'s sides (one order: the toss known): `team`,
+    `player`, his LINE_FIGURES and DRAWS (his runs and wickets in each simulation, an array)."""
+    tables = []
+    for _, team, side in sides:
+        table = summarise(side, team)[["team", "player", *LINE_FIGURES]]
+        tables.append(table.assign(**{f"{f}_draws": list(side[f].to_numpy(float).T) for f in PLAYER_FIGURES}))
+    return pd.concat(tables, ignore_index=True)
 
 
 def unknown_players(matches: pd.DataFrame, match_id: str) -> pd.DataFrame:
@@ -290,16 +316,14 @@ def recent_quantiles(figures: pd.DataFrame, last: int = LAST) -> pd.DataFrame:
     f = figures.sort_values(["key", "date"], kind="stable")
     out = pd.DataFrame(index=f.index)
     for figure in PLAYER_FIGURES:
-        earlier = np.column_stack([f.groupby("key")[figure].shift(lag).to_numpy() for lag in range(1, last + 1)])
-        # a match of the same day (two in a day) is not "before": only earlier days count
-        days_before = np.column_stack([f.groupby("key")["date"].shift(lag).to_numpy() for lag in range(1, last + 1)])
-        earlier[~(days_before < f["date"].to_numpy()[:, None])] = np.nan
+        values = earlier(f, figure, last)
         with warnings.catch_warnings():  # a player without an earlier match: NaN, as meant
             warnings.simplefilter("ignore", RuntimeWarning)
-            q = np.nanquantile(earlier, [0.1, 0.5, 0.9], axis=1)
-        for level, values in zip((10, 50, 90), q):
-            out[f"recent_{figure}_q{level}"] = values
-        out["recent_matches"] = np.isfinite(earlier).sum(axis=1)
+            q = np.nanquantile(values, [0.1, 0.5, 0.9], axis=1)
+        for level, quantile in zip((10, 50, 90), q):
+            out[f"recent_{figure}_q{level}"] = quantile
+        out[f"recent_{figure}_draws"] = [row[np.isfinite(row)] for row in values]
+        out["recent_matches"] = np.isfinite(values).sum(axis=1)
     return out.reindex(figures.index)
 
 
@@ -310,6 +334,22 @@ def pinball(y: np.ndarray, q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) ->
         gap = y - q
         total = total + np.maximum(level * gap, (level - 1) * gap)
     return total / 3
+
+
+def pit_coverage(draws: list[np.ndarray], y: np.ndarray, low: float = 0.1, high: float = 0.9) -> np.ndarray:
+    """The chance that each figure's randomised PIT lies within [low, high]: a count's forecast puts mass on
+    whole numbers, so where it is F(y-1) < u <= F(y) the PIT is drawn uniformly across that step (the share of
+    the step within [low, high], not a draw), which makes it uniform for a forecast that is right; its
+    coverage is then high - low, where counting a quantile that equals y as covered (a q10 of 0 covers every
+    duck) overstates it."""
+    out = np.empty(len(y))
+    for i, (x, v) in enumerate(zip(draws, y)):
+        below, upto = np.mean(x < v), np.mean(x <= v)
+        if upto > below:
+            out[i] = max(0.0, min(upto, high) - max(below, low)) / (upto - below)
+        else:
+            out[i] = float(low <= below <= high)
+    return out
 
 
 PLAYER_MODELS = {"simulator": "", "recent": "recent_", "unknown": "unknown_"}
@@ -327,7 +367,7 @@ def score_players(lines: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         for m, (q10, q50, q90) in cols.items():
             qs = [lines[c].to_numpy(float)[kept] for c in (q10, q50, q90)]
             loss[m] = pinball(y[kept], *qs)
-            cover[m] = ((qs[0] <= y[kept]) & (y[kept] <= qs[2])).mean()
+            cover[m] = pit_coverage(lines[f"{PLAYER_MODELS[m]}{figure}_draws"][kept].tolist(), y[kept]).mean()
         table.append(
             {
                 "figure": figure,
@@ -408,7 +448,8 @@ def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     tracking.check_tracking_uri(args.tracking_uri)
     trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
-    d, matches = tables.deliveries, tables.matches
+    d, listed = tables.deliveries, tables.matches
+    matches = at_the_toss(listed)  # the XIs as known at the toss, not as the files list them after the match
     book = getattr(trained.encoder, "record_book", None) or RecordBook(d)
     kept = matches[~matches["match_id"].astype(str).isin(not_simulated(d))]
     if args.competition:
@@ -427,12 +468,13 @@ def run(args: argparse.Namespace) -> str:
     table, paired = score(test, 0.5 / args.sims)
     players = []
     if args.players:
-        real = real_figures(d, matches)
+        real = real_figures(d, listed)
         real = real.join(recent_quantiles(real))
-        lines = lines.merge(real.drop(columns=["date", "player"]), on=["match_id", "team", "place"], how="left")
+        lines = lines.merge(real.drop(columns=["date", "player", "place"]), on=["match_id", "team", "key"], how="left")
         player_table, player_paired = score_players(lines)
         players = [
-            f"Each listed player's runs and wickets, pinball loss of the 10/50/90% quantiles and 10-90% coverage "
+            f"Each player's runs and wickets, pinball loss of the 10/50/90% quantiles and 10-90% coverage of the "
+            "randomised PIT (0.8 for a forecast that is right) "
             f"(recent: his last {LAST} matches in an XI; unknown: both XIs unknown to the model):\n\n"
             + markdown_table(player_table, 4),
             "Paired by match, baseline minus simulator (above 0: the simulator ahead):\n\n"
@@ -459,7 +501,7 @@ def run(args: argparse.Namespace) -> str:
         test.to_csv(tmp, index=False)
     if args.players:
         with atomic_path(out / "players.csv") as tmp:
-            lines.to_csv(tmp, index=False)
+            lines.drop(columns=[c for c in lines if c.endswith("_draws")]).to_csv(tmp, index=False)
     every = table.set_index("matches").loc["every match"]
     settings = {k: getattr(args, k) for k in ("sims", "train_until", "seed", "players")}
     settings |= {"test": ",".join(map(str, args.test)), "competitions": ",".join(args.competition or []) or "all"}

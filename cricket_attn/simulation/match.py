@@ -311,8 +311,11 @@ def project_context(
     every_ball: bool,
     players: bool,
     fantasy: FantasyTable | None,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
-    """`project_match` of a match as far as it has gone (`MatchContext`)."""
+    draws: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list]:
+    """`project_match` of a match as far as it has gone (`MatchContext`). With `draws` (and `players`), the
+    players' figures draw by draw in place of their lines: a list of (point, team, `lines.side_draws`), the
+    point as PLAYER_COLUMNS name it."""
     generator = torch.Generator().manual_seed(seed)
     rows, lines = [], []
     for number in (1, 2):
@@ -326,7 +329,8 @@ def project_context(
         if points:
             end, wins = ctx.simulate(sim, number, points, n, generator, keep_states=players)
             if players:
-                lines += _line_rows(sim, ctx, number, points, end, n, fantasy)
+                sides = _side_draws(sim, ctx, number, points, end, n)
+                lines += sides if draws else _line_rows(sides, n, fantasy)
             rows += _projection_rows(
                 points,
                 inn,
@@ -339,24 +343,20 @@ def project_context(
                 ctx.target() if number == 2 else None,
             )
     projections = pd.DataFrame(rows, columns=list(PROJECTION_COLUMNS))
-    return (projections, pd.DataFrame(lines, columns=list(PLAYER_COLUMNS))) if players else projections
+    if not players:
+        return projections
+    return projections, lines if draws else pd.DataFrame(lines, columns=list(PLAYER_COLUMNS))
 
 
 # A player's line from a point of a match: the point (as PROJECTION_COLUMNS name it), then lines.LINE_COLUMNS.
 PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", "batting_first", *LINE_COLUMNS, "sims", "order_weight")
 
 
-def _line_rows(
-    sim: Simulator,
-    ctx: MatchContext,
-    number: int,
-    points: list[Point],
-    end: InningsEnd,
-    n: int,
-    fantasy: FantasyTable | None,
-) -> list[dict]:
-    """PLAYER_COLUMNS rows of both sides from each point's n simulations (`end` with its final states: from
-    the first innings, the chase's after it in `end.then`; from the chase, the real first innings before)."""
+def _side_draws(
+    sim: Simulator, ctx: MatchContext, number: int, points: list[Point], end: InningsEnd, n: int
+) -> list[tuple[dict, str, dict]]:
+    """(point, team, `side_draws`) of both sides from each point's n simulations (`end` with its final states:
+    from the first innings, the chase's after it in `end.then`; from the chase, the real first innings before)."""
 
     def take(draws, k: int):  # point k's simulations
         return {name: v.iloc[k * n : (k + 1) * n].reset_index(drop=True) for name, v in draws.items()}
@@ -370,14 +370,18 @@ def _line_rows(
     out = []
     for k, p in enumerate(points):
         bat1, bowl1 = real if number == 2 else (take(simulated[0], k), take(simulated[1], k))
-        sides = {
-            ctx.teams[1]: side_draws(bat1, take(chase[1], k)),  # bats first, bowls in the chase
-            ctx.teams[2]: side_draws(take(chase[0], k), bowl1),
-        }
         point = dict(match_id=ctx.match_id, innings=number, delivery_index=p.index, batting_first=ctx.teams[1])
-        for team, draws in sides.items():
-            table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
-            out += table.assign(**point, sims=n, order_weight=1.0).to_dict("records")
+        out.append((point, ctx.teams[1], side_draws(bat1, take(chase[1], k))))  # bats first, bowls in the chase
+        out.append((point, ctx.teams[2], side_draws(take(chase[0], k), bowl1)))
+    return out
+
+
+def _line_rows(sides: list[tuple[dict, str, dict]], n: int, fantasy: FantasyTable | None) -> list[dict]:
+    """PLAYER_COLUMNS rows of `_side_draws`."""
+    out = []
+    for point, team, draws in sides:
+        table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
+        out += table.assign(**point, sims=n, order_weight=1.0).to_dict("records")
     return out
 
 

@@ -184,6 +184,16 @@ def test_a_file_of_its_info_alone_is_a_match_before_its_first_ball():
     assert before.info["team1_players"] == full.info["team1_players"]
 
 
+def test_who_came_in_during_the_match_is_kept_by_side():
+    """1473438 (IPL 2025): D Padikkal came in for Bengaluru and VG Arora for Kolkata as impact players; both are in
+    info.players, neither in the XI named at the toss."""
+    info = parse_match(match_file("1473438")).info
+    came_in = {info["team1"]: info["team1_came_in"], info["team2"]: info["team2_came_in"]}
+    assert came_in == {"Kolkata Knight Riders": "VG Arora", "Royal Challengers Bengaluru": "D Padikkal"}
+    assert "D Padikkal" in info["team2_players"].split(";")
+    assert parse_match(match_file("1178424")).info["team1_came_in"] is None  # 2019: no impact players
+
+
 BAD = {
     "runs.batter": (
         lambda doc: doc["innings"][0]["overs"][2]["deliveries"][1]["runs"].update(batter="four"),
@@ -222,6 +232,13 @@ BAD = {
         lambda doc: doc["info"]["players"].update({"Sunrisers Hyderabad": ["DA Warner", 7]}),
         "info.players.Sunrisers Hyderabad",
         "expected a list of player names",
+    ),
+    "replacement's side": (
+        lambda doc: doc["innings"][0]["overs"][0]["deliveries"][0].update(
+            replacements={"match": [{"in": "A", "out": "B", "team": "Nobody XI", "reason": "impact_player"}]}
+        ),
+        "innings[0].overs[0].deliveries[0].replacements.match[0].team",
+        "'Nobody XI' is not one of info.teams",
     ),
     # Impossible numbers, each named for what is wrong with it.
     "negative batter": (lambda doc: ball(doc, batter=-1, extras={}), "deliveries[1].runs.batter", "negative: -1"),

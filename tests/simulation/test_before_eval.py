@@ -3,6 +3,8 @@ chases as the toss decides, an Elo rating by hand, the sides' records read as of
 
 from __future__ import annotations
 
+from itertools import product
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,6 +21,7 @@ from cricket_attn.simulation.before_eval import (
     listed_players,
     main,
     pinball,
+    pit_coverage,
     real_figures,
     recent_quantiles,
     record_features,
@@ -144,6 +147,19 @@ def test_pinball_by_hand():
     assert pinball(y, q10, q50, q90) == pytest.approx([(2.5 + 5 + 3) / 3])
 
 
+def test_pit_coverage_by_hand():
+    draws = [np.array([0.0, 0, 0, 0, 0, 1, 2, 3, 4, 5])]  # F(0) = 0.5: a duck's PIT is uniform on [0, 0.5]
+    assert pit_coverage(draws, np.array([0.0])) == pytest.approx([(0.5 - 0.1) / 0.5])
+    assert pit_coverage(draws, np.array([5.0])) == pytest.approx([0.0])  # on [0.9, 1]
+    assert pit_coverage(draws, np.array([3.0])) == pytest.approx([1.0])  # on [0.7, 0.8]
+    assert pit_coverage(draws, np.array([9.0])) == pytest.approx([0.0])  # above every draw: 1
+    assert pit_coverage(draws, np.array([2.5])) == pytest.approx([1.0])  # between draws: F = 0.7 exactly
+    # a forecast that is right covers 0.8 of outcomes drawn from it, however much of it is on 0
+    rng = np.random.default_rng(0)
+    x = rng.poisson(0.4, 4000).astype(float)
+    assert pit_coverage([x] * 4000, rng.poisson(0.4, 4000).astype(float)).mean() == pytest.approx(0.8, abs=0.02)
+
+
 def test_unknown_players_are_one_match_renamed(ipl_tables):
     m = ipl_tables.matches
     match_id = str(m["match_id"].iloc[-1])
@@ -164,6 +180,10 @@ def test_the_lines_before_the_first_ball_hold_every_listed_player_twice(fixture_
     assert len(lines) == len(listed_players(matches)) and lines["player"].is_unique
     for figure in LINE_FIGURES:
         assert lines[figure].notna().all() and lines[f"unknown_{figure}"].notna().all()
+    for prefix, figure in product(("", "unknown_"), ("runs", "wickets")):  # the quantiles are the draws'
+        draws = np.stack(lines[f"{prefix}{figure}_draws"].to_list())
+        assert draws.shape == (len(lines), 16)
+        assert np.allclose(lines[f"{prefix}{figure}_q90"], np.quantile(draws, 0.9, axis=1))
 
 
 def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
@@ -173,7 +193,7 @@ def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
     common = ["--model", model, "--sims", "4", "--sources", str(FIXTURES), "--tracking-uri", uri, "--out", str(out)]
     assert main([*common, "--test", "2025", "2026"]) == 0
     report = (out / "before.md").read_text()
-    assert "5 matches of 2025, 2026, 4 simulations each" in report and "Each listed player's runs" in report
+    assert "5 matches of 2025, 2026, 4 simulations each" in report and "Each player's runs and wickets" in report
     games = pd.read_csv(out / "before.csv")
     assert len(games) == 5 and games[["simulator", "logistic", "elo"]].apply(lambda p: p.between(0, 1).all()).all()
     assert set(pd.read_csv(out / "players.csv")["match_id"].astype(str)) == set(games["match_id"].astype(str))
