@@ -91,9 +91,7 @@ def main() -> None:
         sim = Simulator.build(model, trained.encoder, phases, d)
     if device.type == "cpu" and not args.before_only:
         state = sim.start(InningsSetup.from_table(innings, tables.matches), args.sims)
-        bowlers = BowlerChoice.for_innings(
-            state, sim.usage, str(innings["bowling_team"].iloc[0]), innings["date"].iloc[0]
-        )
+        bowlers = BowlerChoice.for_innings(state, sim.usage, innings["date"].iloc[0])
         start = time.perf_counter()
         end = sim.roll(state, sim.new_caches(), bowlers, torch.Generator().manual_seed(0))
         seconds = time.perf_counter() - start

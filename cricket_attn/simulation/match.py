@@ -148,7 +148,6 @@ def simulate_points(
     sim: Simulator,
     points: list[Point],
     innings: pd.DataFrame,
-    team: str,
     date,
     n: int,
     generator: torch.Generator,
@@ -161,7 +160,7 @@ def simulate_points(
     rows = torch.arange(len(points)).repeat_interleave(n)
     seen = torch.tensor([p.index for p in points])[rows]  # each simulation reads its point's real balls, held once
     states = InningsState.stack([p.state for p in points])
-    bowlers = bowlers or BowlerChoice.for_innings(states, sim.usage, team, date)
+    bowlers = bowlers or BowlerChoice.for_innings(states, sim.usage, date)
     return roll_in_chunks(
         sim,
         states,
@@ -268,16 +267,14 @@ class MatchContext:
         for the chasing side (1 won, 0.5 tied, 0 lost); from the first innings the chase is simulated too
         (None without `then_chase`), its ends as the end's `then`. `keep_states`: the ends hold every
         simulation's final state (each player's figures)."""
-        end = simulate_points(
-            sim, points, self.innings[number], self.teams[3 - number], self.date, n, generator, bowlers, keep_states
-        )
+        end = simulate_points(sim, points, self.innings[number], self.date, n, generator, bowlers, keep_states)
         if number == 2:
             return end, chase_outcome(end, torch.tensor(self.target(), dtype=torch.float64))
         if not then_chase:
             return end, None
         target = end.runs.double() + 1
         chasing = sim.start(self.setups[2], len(target), target)
-        rule = BowlerChoice.for_innings(chasing, sim.usage, self.teams[1], self.date)
+        rule = BowlerChoice.for_innings(chasing, sim.usage, self.date)
         rows = torch.arange(chasing.n)
         chased = roll_in_chunks(sim, chasing, rows, lambda chunk: sim.new_caches(), rule, generator, keep_states)
         return replace(end, then=chased), chase_outcome(chased, target)

@@ -48,7 +48,7 @@ def simulate_from_the_start(
         first = inn.iloc[0]
         target = float(first["target_runs"]) if pd.notna(first["target_runs"]) else None
         state = sim.start(setup, n, target)
-        bowlers = BowlerChoice.for_innings(state, sim.usage, str(first["bowling_team"]), first["date"])
+        bowlers = BowlerChoice.for_innings(state, sim.usage, first["date"])
         end = sim.for_match(levels, match_id).roll(state, sim.new_caches(), bowlers, generator)
         real = {
             "runs": inn["runs_total"].sum(),
@@ -169,7 +169,7 @@ def bowler_rule_fit(sim: Simulator, deliveries: pd.DataFrame, matches: pd.DataFr
         if not starts:
             continue
         state = InningsState.stack([p.state for p in innings_points(sim, setup, inn, starts, target)])
-        rule = BowlerChoice.for_innings(state, sim.usage, str(first["bowling_team"]), first["date"])
+        rule = BowlerChoice.for_innings(state, sim.usage, first["date"])
         real = state.bowler.clone()  # the state at an over's first ball has its bowler on: take him off
         state.bowler_overs[torch.arange(state.n), real] -= 1
         eligible = state.bowler_overs < rule.quota  # from the second over on there is always a last bowler
@@ -244,7 +244,7 @@ def who_plays(
         if not chosen:
             continue
         setup, first = InningsSetup.from_table(inn, matches), inn.iloc[0]
-        team, date = str(first["bowling_team"]), first["date"]
+        date = first["date"]
         match_sim = sim.for_match(levels, match_id)
         found, replayed = {}, {}
         for way, (bowlers_real, order_real) in WAYS.items():
@@ -252,9 +252,9 @@ def who_plays(
                 mine = real_order(setup, inn) if order_real else setup
                 replayed[order_real] = mine, innings_points(match_sim, mine, inn, [i for _, i in chosen], None)
             mine, points = replayed[order_real]
-            rule = BowlerChoice.for_innings(points[0].state, sim.usage, team, date)
+            rule = BowlerChoice.for_innings(points[0].state, sim.usage, date)
             bowlers = real_bowlers(rule, mine, inn) if bowlers_real else rule
-            end = simulate_points(match_sim, points, inn, team, date, n, torch.Generator().manual_seed(seed), bowlers)
+            end = simulate_points(match_sim, points, inn, date, n, torch.Generator().manual_seed(seed), bowlers)
             found[way] = end.runs.double().view(len(points), n).mean(1)
         total = float(inn["runs_total"].sum())
         for j, (k, _) in enumerate(chosen):

@@ -53,25 +53,19 @@ def not_simulated(deliveries: pd.DataFrame) -> dict[str, str]:
 
 @dataclass
 class BowlingUsage:
-    """Every over of the known matches (its side, match, date, over number and bowler) and every player's
-    matches (whoever batted or bowled in them). `by`: whose last matches count, "player" (each player's own,
-    for whichever side) or "team" (the bowling side's)."""
+    """Every over of the known matches (its match, over number and bowler) and every player's matches (whoever
+    batted or bowled in them): a player's usage is counted from his own last matches, for whichever side."""
 
     overs: pd.DataFrame
     played: pd.DataFrame  # player, match_id, date: one row per match a player batted or bowled in
-    by: str = "player"
 
     @classmethod
-    def build(cls, deliveries: pd.DataFrame, by: str = "player") -> BowlingUsage:
-        if by not in ("player", "team"):
-            raise ValueError(f"bowling usage by {by!r}: player or team")
+    def build(cls, deliveries: pd.DataFrame) -> BowlingUsage:
         d = deliveries[~deliveries["is_super_over"].astype(bool)]
         first = d.drop_duplicates(["match_id", "innings", "over"])
         overs = pd.DataFrame(
             {
-                "team": first["bowling_team"].astype(str).to_numpy(),
                 "match_id": first["match_id"].astype(str).to_numpy(),
-                "date": first["date"].to_numpy(),
                 "over": first["over"].to_numpy(),
                 "bowler": first["bowler"].astype(str).to_numpy(),
             }
@@ -82,21 +76,16 @@ class BowlingUsage:
                 for role in ("batter", "non_striker", "bowler")
             ]  # fmt: skip
         ).astype({"player": str, "match_id": str})
-        return cls(overs, played.drop_duplicates(["player", "match_id"]).reset_index(drop=True), by)
+        return cls(overs, played.drop_duplicates(["player", "match_id"]).reset_index(drop=True))
 
-    def counts(self, team: str, before, players: list[str], n_overs: int, matches: int = 10) -> np.ndarray:
-        """(n_overs, players): how many times each player bowled each over number in the last `matches`
-        matches strictly before the date `before`: his own (by player), or `team`'s for `team` (by team)."""
+    def counts(self, before, players: list[str], n_overs: int, matches: int = 10) -> np.ndarray:
+        """(n_overs, players): how many times each player bowled each over number in his own last `matches`
+        matches strictly before the date `before`."""
         before = np.datetime64(before)
-        if self.by == "team":
-            mine = self.overs[(self.overs["team"] == team) & (self.overs["date"] < before)]
-            recent = set(mine.drop_duplicates("match_id").nlargest(matches, "date")["match_id"])
-            mine = mine[mine["match_id"].isin(recent)]
-        else:
-            earlier = self.played[self.played["player"].isin(set(players)) & (self.played["date"] < before)]
-            recent = earlier.sort_values("date", kind="stable").groupby("player").tail(matches)
-            mine = self.overs.merge(recent[["player", "match_id"]], left_on=["bowler", "match_id"],
-                                    right_on=["player", "match_id"])  # fmt: skip
+        earlier = self.played[self.played["player"].isin(set(players)) & (self.played["date"] < before)]
+        recent = earlier.sort_values("date", kind="stable").groupby("player").tail(matches)
+        mine = self.overs.merge(recent[["player", "match_id"]], left_on=["bowler", "match_id"],
+                                right_on=["player", "match_id"])  # fmt: skip
         slot = {p: i for i, p in enumerate(players)}
         table = np.zeros((n_overs, len(players)))
         known = mine["bowler"].isin(slot) & (mine["over"] < n_overs)
@@ -117,7 +106,7 @@ class BowlerChoice:
 
     @classmethod
     def for_innings(
-        cls, state: InningsState, usage: BowlingUsage | None, team: str, date, matches: int = 10, floor: float = 0.05
+        cls, state: InningsState, usage: BowlingUsage | None, date, matches: int = 10, floor: float = 0.05
     ) -> BowlerChoice:
         setup = state.setup
         quota = quota_overs(setup.match_type, setup.balls, setup.balls_per_over)
@@ -125,7 +114,7 @@ class BowlerChoice:
         slots = state.bowler_overs.size(1)
         counts = np.zeros((n_overs, slots))
         if usage is not None:
-            counts[:, : len(setup.bowling)] = usage.counts(team, date, setup.bowling, n_overs, matches)
+            counts[:, : len(setup.bowling)] = usage.counts(date, setup.bowling, n_overs, matches)
         smoothed = counts.copy()
         smoothed[1:] += 0.5 * counts[:-1]
         smoothed[:-1] += 0.5 * counts[1:]

@@ -44,7 +44,7 @@ def next_over_bowler_choices(
     ctx = MatchContext.of(deliveries, matches)
     number, point = _state_now(sim, ctx)
     state, setup = point.state, ctx.setups[number]
-    rule = BowlerChoice.for_innings(state, sim.usage, ctx.teams[3 - number], ctx.date)
+    rule = BowlerChoice.for_innings(state, sim.usage, ctx.date)
     eligible = state.bowler_overs[0] < rule.quota
     if len(ctx.innings[number]):  # the over under way (or just finished) is its bowler's: the choice is for the next
         next_over = int(state.over[0]) + 1

@@ -1,16 +1,17 @@
-"""Who bowls: the bowler rule's fit to the real bowler of every over after the first, with each player's usage
-counted from his own last matches (for whichever side) against his side's last matches, per season
-(`realism.bowler_rule_fit`: the mean log-likelihood of the real bowler per over, against drawing evenly).
+"""Who bowls: the bowler rule's fit to the real bowler of every over after the first, each player's usage counted
+from his own last matches (for whichever side), per season (`realism.bowler_rule_fit`: the mean log-likelihood
+of the real bowler per over, against drawing evenly).
 
     python docs/analyses/bowler_rule.py --model <checkpoint> --seasons 2023 2024 2025 2026
 
-The model only sets up the innings (the rule does not read it). Prints one table per way of counting.
+The model only sets up the innings (the rule does not read it). Counting the side's last matches instead was
+measured worse in every season and left the code; its figures and the commit that reproduces them are in
+docs/log/2026-11-27.md.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from omegaconf import OmegaConf
 
@@ -21,7 +22,6 @@ from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import markdown_table
 from cricket_attn.simulation.realism import bowler_rule_fit
 from cricket_attn.simulation.rollout import Simulator
-from cricket_attn.simulation.rules import BowlingUsage
 
 
 def main() -> None:
@@ -40,10 +40,7 @@ def main() -> None:
     shown = d[d["season"].isin(args.seasons)]
     if args.competition:
         shown = shown[shown["competition"].astype(str) == args.competition]
-    for by in ("player", "team"):
-        usage = BowlingUsage.build(d, by=by)
-        print(f"\nusage by {by}:\n")
-        print(markdown_table(bowler_rule_fit(replace(sim, usage=usage), shown, tables.matches), 4))
+    print(markdown_table(bowler_rule_fit(sim, shown, tables.matches), 4))
 
 
 if __name__ == "__main__":

@@ -107,9 +107,7 @@ def test_the_simulator_takes_each_slots_form(fixture_simulator, fixture_tables, 
     assert (bat[len(setup.batting) :] == 0).all() and (bowl == 0).all()
     ends = {}
     for name, s in (("model", sim), ("in form", here)):
-        ends[name] = simulate_points(
-            s, points, inn, str(inn["batting_team"].iloc[0]), inn["date"].iloc[0], 64, torch.Generator().manual_seed(0)
-        )
+        ends[name] = simulate_points(s, points, inn, inn["date"].iloc[0], 64, torch.Generator().manual_seed(0))
     assert ends["in form"].runs.float().mean() > ends["model"].runs.float().mean() + 10
     assert ends["in form"].wickets.float().mean() < ends["model"].wickets.float().mean()
     assert bat.shape == (len(points[0].state.batter_ids), len(OUTCOMES))

@@ -89,7 +89,6 @@ def test_the_simulator_takes_the_offsets(fixture_simulator, fixture_tables, deli
             here,
             points,
             inn,
-            str(inn["batting_team"].iloc[0]),
             inn["date"].iloc[0],
             64,
             torch.Generator().manual_seed(0),

@@ -69,7 +69,7 @@ def test_simulated_lines_add_up_to_the_innings(fixture_simulator, fixture_tables
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     state = fixture_simulator.start(setup, 300)
     team = str(inn["bowling_team"].iloc[0])
-    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, team, inn["date"].iloc[0])
+    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, inn["date"].iloc[0])
     _, final = fixture_simulator.roll(
         state, fixture_simulator.new_caches(), rule, torch.Generator().manual_seed(0), keep_states=True
     )

@@ -112,9 +112,7 @@ def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(
     state = InningsState.stack([p.state for p in innings_points(fixture_simulator, setup, first, starts, None)])
     real = state.bowler.clone()
     state.bowler_overs[torch.arange(state.n), real] -= 1
-    rule = BowlerChoice.for_innings(
-        state, fixture_simulator.usage, str(first["bowling_team"].iloc[0]), first["date"].iloc[0]
-    )
+    rule = BowlerChoice.for_innings(state, fixture_simulator.usage, first["date"].iloc[0])
     took = real_bowlers(rule, setup, first).probabilities(state)[torch.arange(state.n), real]
     assert (took > 0.999).all() and (rule.probabilities(state)[torch.arange(state.n), real] < 0.999).any()
     # From the points after 6 and 10 overs: each way's mean projection; `rules` is the evaluation's own.
@@ -125,7 +123,6 @@ def test_who_plays_sets_the_real_bowlers_and_batting_order_beside_the_rules(
         fixture_simulator,
         points,
         first,
-        str(first["bowling_team"].iloc[0]),
         first["date"].iloc[0],
         6,
         torch.Generator().manual_seed(3),

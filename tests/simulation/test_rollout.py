@@ -14,7 +14,7 @@ def totals(sim, deliveries, matches, n=400, seed=0):
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, matches)
     state = sim.start(setup, n)
-    choice = BowlerChoice.for_innings(state, sim.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0])
+    choice = BowlerChoice.for_innings(state, sim.usage, inn["date"].iloc[0])
     return sim.roll(state, sim.new_caches(), choice, torch.Generator().manual_seed(seed)).runs.double()
 
 
@@ -51,9 +51,7 @@ def test_what_a_simulation_keeps_fits_the_memory_check(fixture_simulator, fixtur
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)]
     setup = InningsSetup.from_table(inn, fixture_tables.matches)
     state = fixture_simulator.start(setup, n)
-    choice = BowlerChoice.for_innings(
-        state, fixture_simulator.usage, str(inn["bowling_team"].iloc[0]), inn["date"].iloc[0]
-    )
+    choice = BowlerChoice.for_innings(state, fixture_simulator.usage, inn["date"].iloc[0])
     end = fixture_simulator.roll(state, fixture_simulator.new_caches(), choice, torch.Generator().manual_seed(0))
     kept = [getattr(state, name) for name in _PER_SIMULATION] + [v for v in vars(end).values() if torch.is_tensor(v)]
     assert all(t.shape[0] == n for t in kept)
