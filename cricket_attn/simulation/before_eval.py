@@ -21,7 +21,8 @@ and read as of each match's day:
   fitted by a logistic regression on the rating gap; the K factor and how much of a rating a side carries
   into a new season chosen on the training matches' log loss).
 
-Brier score and log loss per match, the differences paired by match with 95% bootstrap intervals.
+Brier score and log loss per match, the differences paired by match with 95% bootstrap intervals. Each match is
+kept in --out as it is finished: stopped (Ctrl-C, killed), the same command again continues where it stopped.
 
 Each player of the XIs' runs and wickets in the match (`--players`, the default) are scored from the same
 simulations by the pinball loss of their 10/50/90% quantiles and the 10-90% coverage (of the randomised PIT,
@@ -32,6 +33,8 @@ distribution) and the simulator with both XIs unknown to the model.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import shutil
 import time
 import warnings
 from itertools import product
@@ -237,35 +240,61 @@ class BeforeBaselines:
 
 
 def simulate_before(
-    sim: Simulator, matches: pd.DataFrame, games: pd.DataFrame, n: int, seed: int, players: bool = False
+    sim: Simulator,
+    matches: pd.DataFrame,
+    games: pd.DataFrame,
+    n: int,
+    seed: int,
+    players: bool = False,
+    done: Path | None = None,
 ) -> tuple[np.ndarray, pd.DataFrame | None]:
     """The simulator's chance for each game's chasing side from before its first ball (its info alone); with
     `players`, each listed player's line (`lines.LINE_COLUMNS`, with `match_id` and his `place` in his side's
     list) from the same simulations, and from simulations with every player of both XIs unknown to the model
-    (`unknown_players`) as `unknown_` columns."""
+    (`unknown_players`) as `unknown_` columns. With `done`, a folder: each match's result is kept there as it
+    is finished and read from there instead of simulated again (a stopped evaluation continues)."""
     chances, lines = np.empty(len(games)), []
-    figures = [*LINE_FIGURES, *DRAWS]
     for i, match_id in enumerate(
         progress.track(list(games["match_id"]), "simulating before the first ball", unit="match")
     ):
-        out = project_before(sim, matches, match_id, n=n, seed=seed, players=players, draws=True)
-        chances[i] = (out[0] if players else out)["win_probability"].iloc[0]
+        kept = done / f"{match_id}.parquet" if done is not None else None
+        if kept is not None and kept.exists():
+            found = pd.read_parquet(kept)
+        else:
+            found = simulate_one(sim, matches, match_id, n, seed, players)
+            if kept is not None:
+                with atomic_path(kept) as tmp:
+                    found.to_parquet(tmp, index=False)
+        chances[i] = found["chance"].iloc[0]
         if players:
-            listed = listed_players(matches[matches["match_id"].astype(str) == match_id])
-            known = listed.merge(draw_lines(out[1])[["team", "player", *figures]], on=["team", "player"], how="left")
-            unknown = unknown_players(matches, match_id)
-            _, unknown = project_before(sim, unknown, match_id, n=n, seed=seed, players=True, draws=True)
-            unknown = draw_lines(unknown)
-            unknown = unknown.assign(place=unknown["player"].str.rsplit("#", n=1).str[1].astype(int))
-            lines.append(
-                known.merge(
-                    unknown[["team", "place", *figures]].add_prefix("unknown_"),
-                    left_on=["team", "place"],
-                    right_on=["unknown_team", "unknown_place"],
-                    how="left",
-                ).drop(columns=["unknown_team", "unknown_place"])
-            )
+            lines.append(found.drop(columns="chance"))
     return chances, (pd.concat(lines, ignore_index=True) if players else None)
+
+
+def simulate_one(
+    sim: Simulator, matches: pd.DataFrame, match_id: str, n: int, seed: int, players: bool
+) -> pd.DataFrame:
+    """One match of `simulate_before`: its lines (one row per player) with the chasing side's `chance`, or that
+    chance alone."""
+    out = project_before(sim, matches, match_id, n=n, seed=seed, players=players, draws=True)
+    chance = (out[0] if players else out)["win_probability"].iloc[0]
+    if not players:
+        return pd.DataFrame({"chance": [chance]})
+    figures = [*LINE_FIGURES, *DRAWS]
+    listed = listed_players(matches[matches["match_id"].astype(str) == match_id])
+    known = listed.merge(draw_lines(out[1])[["team", "player", *figures]], on=["team", "player"], how="left")
+    _, unknown = project_before(
+        sim, unknown_players(matches, match_id), match_id, n=n, seed=seed, players=True, draws=True
+    )
+    unknown = draw_lines(unknown)
+    unknown = unknown.assign(place=unknown["player"].str.rsplit("#", n=1).str[1].astype(int))
+    both = known.merge(
+        unknown[["team", "place", *figures]].add_prefix("unknown_"),
+        left_on=["team", "place"],
+        right_on=["unknown_team", "unknown_place"],
+        how="left",
+    )
+    return both.drop(columns=["unknown_team", "unknown_place"]).assign(chance=chance)
 
 
 # What a player's line is scored on: his runs off the bat and his wickets (credited to the bowler) in the match,
@@ -418,6 +447,21 @@ def score(games: pd.DataFrame, floor: float) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(table), pd.DataFrame(paired)
 
 
+def unfinished_folder(args: argparse.Namespace, model: str, matches: pd.DataFrame, test: pd.DataFrame) -> Path:
+    """Where the matches of an evaluation are kept as they are finished (`simulate_before`'s `done`): named by
+    what decides them (the model and its file's size and time, the simulations, the seed, whether the players
+    are scored, each test match's XIs and toss), so a run of other settings does not read them; removed once
+    the evaluation's files are written."""
+    path = Path(model)
+    what = [model, *((path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else ())]
+    what += [args.sims, args.seed, args.players]
+    chosen = matches[matches["match_id"].astype(str).isin(set(test["match_id"]))]
+    columns = ["match_id", "team1_players", "team2_players", "toss_winner", "toss_decision", "venue", "date"]
+    what.append(chosen[columns].astype(str).to_csv(index=False))
+    digest = hashlib.sha256(repr(what).encode()).hexdigest()[:16]
+    return args.out / f".unfinished-{digest}"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="cricket-attn-before-eval", description=__doc__.split("\n")[0])
     p.error = lambda message: p.exit(2, f"{p.prog}: {message}\n")
@@ -464,7 +508,9 @@ def run(args: argparse.Namespace) -> str:
     test = games[scored].assign(**baselines.probabilities(games, scored)).reset_index(drop=True)
     torch.set_grad_enabled(False)
     sim = Simulator.build(trained.model, trained.encoder, phases, d)
-    test["simulator"], lines = simulate_before(sim, matches, test, args.sims, args.seed, args.players)
+    done = unfinished_folder(args, trained.source, matches, test)
+    earlier = len(list(done.glob("*.parquet"))) if done.exists() else 0
+    test["simulator"], lines = simulate_before(sim, matches, test, args.sims, args.seed, args.players, done)
     table, paired = score(test, 0.5 / args.sims)
     players = []
     if args.players:
@@ -502,6 +548,7 @@ def run(args: argparse.Namespace) -> str:
     if args.players:
         with atomic_path(out / "players.csv") as tmp:
             lines.drop(columns=[c for c in lines if c.endswith("_draws")]).to_csv(tmp, index=False)
+    shutil.rmtree(done, ignore_errors=True)
     every = table.set_index("matches").loc["every match"]
     settings = {k: getattr(args, k) for k in ("sims", "train_until", "seed", "players")}
     settings |= {"test": ",".join(map(str, args.test)), "competitions": ",".join(args.competition or []) or "all"}
@@ -515,7 +562,8 @@ def run(args: argparse.Namespace) -> str:
         settings,
         [(out / "before.md", None)],
     )
-    return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s); MLflow run {run_id}"
+    again = f", {earlier} matches read from a stopped run" if earlier else ""
+    return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s{again}); MLflow run {run_id}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -186,6 +186,21 @@ def test_the_lines_before_the_first_ball_hold_every_listed_player_twice(fixture_
         assert np.allclose(lines[f"{prefix}{figure}_q90"], np.quantile(draws, 0.9, axis=1))
 
 
+def test_a_stopped_evaluation_reads_the_matches_it_finished(fixture_simulator, phases, tmp_path):
+    from tests.simulation.test_before import MATCH, before
+
+    matches, _ = before(phases)
+    games = pd.DataFrame({"match_id": [MATCH]})
+    chances, lines = simulate_before(fixture_simulator, matches, games, 8, 0, True, tmp_path)
+    kept = tmp_path / f"{MATCH}.parquet"
+    assert kept.exists() and [p.name for p in tmp_path.iterdir()] == [kept.name]  # no temporary file left
+    again, lines_again = simulate_before(fixture_simulator, matches, games, 8, 0, True, tmp_path)
+    assert again.tolist() == chances.tolist()
+    assert np.stack(lines_again["runs_draws"].to_list()).tolist() == np.stack(lines["runs_draws"].to_list()).tolist()
+    pd.read_parquet(kept).assign(chance=0.123).to_parquet(kept)  # what is kept is read, not simulated again
+    assert simulate_before(fixture_simulator, matches, games, 8, 0, True, tmp_path)[0].tolist() == [0.123]
+
+
 def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "before"
@@ -197,6 +212,7 @@ def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):
     games = pd.read_csv(out / "before.csv")
     assert len(games) == 5 and games[["simulator", "logistic", "elo"]].apply(lambda p: p.between(0, 1).all()).all()
     assert set(pd.read_csv(out / "players.csv")["match_id"].astype(str)) == set(games["match_id"].astype(str))
+    assert not list(out.glob(".unfinished-*"))  # the matches kept while it ran go once the files are written
     (run,) = MlflowClient(uri).search_runs(MlflowClient(uri).get_experiment_by_name("cricket_attn").experiment_id)
     assert run.data.tags["model_family"] == "simulator" and "before/simulator_brier" in run.data.metrics
     capsys.readouterr()
