@@ -191,6 +191,31 @@ def binary_log_loss(p: np.ndarray, y: np.ndarray, floor: float) -> np.ndarray:
     return -(y * np.log(p) + (1 - y) * np.log(1 - p))
 
 
+def pinball(y: np.ndarray, q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) -> np.ndarray:
+    """The pinball loss of each forecast's 10/50/90% quantiles, averaged over the three."""
+    total = 0
+    for level, q in ((0.1, q10), (0.5, q50), (0.9, q90)):
+        gap = y - q
+        total = total + np.maximum(level * gap, (level - 1) * gap)
+    return total / 3
+
+
+def pit_coverage(draws: list[np.ndarray], y: np.ndarray, low: float = 0.1, high: float = 0.9) -> np.ndarray:
+    """The chance that each figure's randomised PIT lies within [low, high]: a count's forecast puts mass on
+    whole numbers, so where it is F(y-1) < u <= F(y) the PIT is drawn uniformly across that step (the share of
+    the step within [low, high], not a draw), which makes it uniform for a forecast that is right; its
+    coverage is then high - low, where counting a quantile that equals y as covered (a q10 of 0 covers every
+    duck) overstates it."""
+    out = np.empty(len(y))
+    for i, (x, v) in enumerate(zip(draws, y)):
+        below, upto = np.mean(x < v), np.mean(x <= v)
+        if upto > below:
+            out[i] = max(0.0, min(upto, high) - max(below, low)) / (upto - below)
+        else:
+            out[i] = float(low <= below <= high)
+    return out
+
+
 def binary_ece(p: np.ndarray, y: np.ndarray, bins: int) -> float:
     """Expected calibration error of the probability of an event: the share-weighted gap between the mean forecast
     and the observed win rate in equal-width bins."""

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from cricket_attn.laws import OUTCOME_INDEX, OUTCOMES
-from cricket_attn.metrics import PROB_COLUMNS, binary_ece, calibrated, fit_calibration, score
+from cricket_attn.metrics import PROB_COLUMNS, binary_ece, calibrated, fit_calibration, pinball, pit_coverage, score
 
 
 def scored_frame(logits: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
@@ -49,3 +49,22 @@ def test_binary_ece_of_a_calibrated_and_a_biased_forecast():
     p = rng.uniform(size=200_000)
     y = (rng.uniform(size=p.size) < p).astype(float)
     assert binary_ece(p, y, 10) < 0.01 and abs(binary_ece(np.clip(p + 0.2, 0, 1), y, 10) - 0.2) < 0.03
+
+
+def test_pinball_by_hand():
+    y, q10, q50, q90 = (np.array([v]) for v in (30.0, 5.0, 20.0, 60.0))
+    # under q10's and q50's: 0.1 * 25, 0.5 * 10; over q90's: (1 - 0.9) * 30
+    assert pinball(y, q10, q50, q90) == pytest.approx([(2.5 + 5 + 3) / 3])
+
+
+def test_pit_coverage_by_hand():
+    draws = [np.array([0.0, 0, 0, 0, 0, 1, 2, 3, 4, 5])]  # F(0) = 0.5: a duck's PIT is uniform on [0, 0.5]
+    assert pit_coverage(draws, np.array([0.0])) == pytest.approx([(0.5 - 0.1) / 0.5])
+    assert pit_coverage(draws, np.array([5.0])) == pytest.approx([0.0])  # on [0.9, 1]
+    assert pit_coverage(draws, np.array([3.0])) == pytest.approx([1.0])  # on [0.7, 0.8]
+    assert pit_coverage(draws, np.array([9.0])) == pytest.approx([0.0])  # above every draw: 1
+    assert pit_coverage(draws, np.array([2.5])) == pytest.approx([1.0])  # between draws: F = 0.7 exactly
+    # a forecast that is right covers 0.8 of outcomes drawn from it, however much of it is on 0
+    rng = np.random.default_rng(0)
+    x = rng.poisson(0.4, 4000).astype(float)
+    assert pit_coverage([x] * 4000, rng.poisson(0.4, 4000).astype(float)).mean() == pytest.approx(0.8, abs=0.02)

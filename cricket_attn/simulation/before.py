@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
+from cricket_attn.data.features import entity_key
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import MatchContext, StateError, chase_setup, project_context
 from cricket_attn.simulation.rollout import Simulator
@@ -88,16 +89,34 @@ def earlier(frame: pd.DataFrame, column: str, last: int) -> np.ndarray:
 USUAL_PLACE_MATCHES = 10  # a player's usual place in the order: the median of his places in this many matches
 
 
-def at_the_toss(matches: pd.DataFrame, last: int = USUAL_PLACE_MATCHES) -> pd.DataFrame:
+def batting_places(matches: pd.DataFrame, deliveries: pd.DataFrame) -> pd.DataFrame:
+    """`listed_players` with each one's `order`: his place in his side's batting order as the match's balls give
+    it (by when he first came to the crease, its regular innings), those who did not bat after them in the order
+    of the list (a match without balls: the list's order)."""
+    listed = listed_players(matches)
+    d = deliveries[~deliveries["is_super_over"].astype(bool)]
+    crease = pd.DataFrame(
+        {
+            "match_id": np.repeat(d["match_id"].astype(str).to_numpy(), 2),
+            "team": np.repeat(d["batting_team"].astype(str).to_numpy(), 2),
+            "key": np.column_stack([entity_key(d, "batter"), entity_key(d, "non_striker")]).ravel(),
+        }  # each ball's striker, then its non-striker, in the order they were bowled
+    ).drop_duplicates()
+    crease["order"] = crease.groupby(["match_id", "team"]).cumcount()
+    listed = listed.merge(crease, on=["match_id", "team", "key"], how="left")
+    rest = listed["order"].isna()
+    batted = listed.groupby(["match_id", "team"])["order"].transform("count")
+    listed.loc[rest, "order"] = batted[rest] + listed[rest].groupby(["match_id", "team"]).cumcount()
+    return listed
+
+
+def at_the_toss(matches: pd.DataFrame, deliveries: pd.DataFrame, last: int = USUAL_PLACE_MATCHES) -> pd.DataFrame:
     """`matches` with each side's XI as known at the toss, not as the file lists it after the match: without
     whoever came in during the match (`teamN_came_in`: an impact player, a concussion substitute), and in the
-    order of each player's usual place in his sides' batting orders (`setup.batting_order`: the median over his
+    order of each player's usual place in his sides' batting orders (`batting_places`: the median over his
     last `last` listed matches before the day; players with none after those with one, by name), not the order
     they batted in. A side listing more than 11 without saying who came in has no XI (None)."""
-    listed = listed_players(matches)
-    size = listed.groupby(["match_id", "team"])["place"].transform("size")
-    listed["order"] = np.where(size == 12, (listed["place"] - 1) % 12, listed["place"])  # as `batting_order`
-    listed = listed.sort_values(["key", "date", "match_id"], kind="stable")
+    listed = batting_places(matches, deliveries).sort_values(["key", "date", "match_id"], kind="stable")
     with np.errstate(all="ignore"), warnings.catch_warnings():  # a player with no earlier match: NaN, as meant
         warnings.simplefilter("ignore", RuntimeWarning)
         listed["usual"] = np.nanmedian(earlier(listed, "order", last), axis=1)

@@ -7,19 +7,8 @@ the venue, the date, the toss; `before.project_before`), and its chasing side's 
 what came of it (a tie is half a win). The XIs are those known at the toss (`before.at_the_toss`): a file lists
 its sides after the match, in the order they batted and with whoever came in during it (the impact player
 used); here each side is its XI named at the toss, in the order of each player's usual place in his last ten
-matches. The yardsticks, fitted on the matches through --train-until (their XIs the same way) and read as of
-each match's day:
-
-The yardsticks, fitted on the matches through --train-until
-and read as of each match's day:
-
-- `logistic`: a logistic regression on the two sides' records as of the day: the batting strength of each
-  XI's first seven in its batting order (runs and dismissals a ball above what their competitions' mix
-  expected, shrunk by 200 balls), the bowling strength of its six most used bowlers (runs conceded and wickets
-  a ball the same way, weighted by their balls), and whether the chasing side won the toss.
-- `elo`: an Elo rating of the teams from every earlier match's result (the chasing side's edge and the scale
-  fitted by a logistic regression on the rating gap; the K factor and how much of a rating a side carries
-  into a new season chosen on the training matches' log loss).
+matches. The yardsticks (`before_baselines`: a logistic regression on the two XIs' records as of the day, and
+an Elo rating of the teams) are fitted on the matches through --train-until, their XIs the same way.
 
 Brier score and log loss per match, the differences paired by match with 95% bootstrap intervals. Each match is
 kept in --out as it is finished: stopped (Ctrl-C, killed), the same command again continues where it stopped.
@@ -43,25 +32,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.cli import run_command
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.features import entity_key
-from cricket_attn.data.histories import days
 from cricket_attn.data.records import RecordBook
 from cricket_attn.inference.serving import load_with_data
-from cricket_attn.laws import OUTCOME_INDEX, OUTCOME_RUNS, bowler_wickets
+from cricket_attn.laws import bowler_wickets
 from cricket_attn.metrics import (
     binary_brier,
     binary_log_loss,
     markdown_table,
     match_bootstrap,
     match_bootstrap_sums,
+    pinball,
+    pit_coverage,
 )
 from cricket_attn.settings import count
 from cricket_attn.simulation.before import (
@@ -72,28 +59,23 @@ from cricket_attn.simulation.before import (
     listed_players,
     project_before,
 )
+from cricket_attn.simulation.before_baselines import BeforeBaselines
 from cricket_attn.simulation.lines import summarise
 from cricket_attn.simulation.match import StateError
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import not_simulated
-from cricket_attn.simulation.setup import batting_order
 
-FEATURES = ("bat_runs", "bat_outs", "bowl_runs", "bowl_wickets")  # each the chasing side's minus the other's
-TOP_BATTERS, TOP_BOWLERS = 7, 6
-SHRINK_BALLS = 200.0  # a player's runs or wickets above expected a ball, shrunk towards 0 by this many balls
-ELO_K = (2.0, 4.0, 8.0, 16.0, 32.0)
-ELO_CARRY = (0.5, 0.75, 1.0)  # the share of a side's distance from 1500 it keeps into a new season
 MODELS = ("simulator", "logistic", "elo")
-MIN_TRAIN = 10  # matches won or lost (by both sides) for the baselines' fit: a guard, far from enough to be good
 
 
 def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """The matches that can be scored before their first ball, one row each: `match_id`, `date`, `season`,
     `competition`, `first` (the side the toss sent in), `chasing`, `chasing_won_toss` and `won` (the chasing
-    side's result: 1, 0, or 0.5 for a tie); with what was left out and why (no result, no toss, an XI the
-    simulator cannot take)."""
+    side's result: 1, 0, or 0.5 for a tie); with what was left out and why (no result, no toss, no XI known at the
+    toss: `before.at_the_toss`, an XI the simulator cannot take)."""
     m = matches if seasons is None else matches[matches["season"].isin(seasons)]
-    rows, left = [], {"no result": 0, "no toss": 0, "not simulated before the first ball": 0}
+    left = {"no result": 0, "no toss": 0, "no XI known at the toss": 0, "not simulated before the first ball": 0}
+    rows = []
     for _, row in m.iterrows():
         if row.get("result") != "tie" and not isinstance(row.get("winner"), str):
             left["no result"] += 1
@@ -101,6 +83,9 @@ def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> t
         orders = batting_orders(row)
         if len(orders) != 1:
             left["no toss"] += 1
+            continue
+        if not all(isinstance(row.get(f"{side}_players"), str) for side in ("team1", "team2")):
+            left["no XI known at the toss"] += 1
             continue
         try:
             check_before(row)
@@ -127,118 +112,6 @@ def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> t
     return out.sort_values(["date", "match_id"], kind="stable").reset_index(drop=True), left
 
 
-def _players(matches: pd.DataFrame, games: pd.DataFrame, side: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each game's `side` XI in its batting order (`setup.batting_order`): the players' keys (a registry id, else
-    the name, as `entity_key`), each one's game (row of `games`) and place in the order."""
-    listed = listed_players(matches[matches["match_id"].astype(str).isin(set(games["match_id"]))])
-    xis = listed.groupby(["match_id", "team"], sort=False)["key"].agg(list)
-    keys, game, place = [], [], []
-    for i, (match_id, team) in enumerate(zip(games["match_id"], games[side])):
-        xi = batting_order(xis[(match_id, team)])
-        keys += xi
-        game += [i] * len(xi)
-        place += list(range(len(xi)))
-    return np.array(keys, dtype=object), np.array(game), np.array(place)
-
-
-def side_strengths(book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame, side: str) -> pd.DataFrame:
-    """For each game, `side`'s batting and bowling strength from its XI's records before the day (FEATURES
-    without the difference)."""
-    keys, game, place = _players(matches, games, side)
-    day = days(games["date"])[game]
-    wicket = OUTCOME_INDEX["wicket"]
-
-    def above(role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        r = book.before(role, keys, day)
-        shrink = r.balls + SHRINK_BALLS
-        runs = (r.observed @ OUTCOME_RUNS - r.expected @ OUTCOME_RUNS) / shrink
-        return runs, (r.observed[:, wicket] - r.expected[:, wicket]) / shrink, r.balls
-
-    bat_runs, bat_outs, _ = above("batter")
-    bowl_runs, bowl_wickets, bowl_balls = above("bowler")
-    players = pd.DataFrame(
-        {
-            "game": game,
-            "place": place,
-            "bat_runs": bat_runs,
-            "bat_outs": bat_outs,
-            "bowl_runs": bowl_runs,
-            "bowl_wickets": bowl_wickets,
-            "bowl_balls": bowl_balls,
-        }  # fmt: skip
-    )
-    batting = players[players["place"] < TOP_BATTERS].groupby("game")[["bat_runs", "bat_outs"]].mean()
-    bowlers = players.sort_values(["game", "bowl_balls"], ascending=[True, False]).groupby("game").head(TOP_BOWLERS)
-    weight = bowlers["bowl_balls"] + 1.0  # a side of newcomers: an even mean of zeros
-    bowling = (
-        bowlers[["bowl_runs", "bowl_wickets"]]
-        .mul(weight, axis=0)
-        .groupby(bowlers["game"])
-        .sum()
-        .div(weight.groupby(bowlers["game"]).sum(), axis=0)
-    )
-    return batting.join(bowling).reindex(range(len(games)))
-
-
-def record_features(book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame) -> np.ndarray:
-    """(games, 5): FEATURES, the chasing side's minus the side batting first's, and whether the chasing side won
-    the toss."""
-    diff = side_strengths(book, matches, games, "chasing") - side_strengths(book, matches, games, "first")
-    return np.column_stack([diff[list(FEATURES)].to_numpy(dtype=float), games["chasing_won_toss"].to_numpy()])
-
-
-def elo_gaps(games: pd.DataFrame, k: float, carry: float) -> np.ndarray:
-    """The chasing side's rating minus the side batting first's before each game (games in date order; each
-    side starts at 1500 and keeps `carry` of its distance from 1500 into a new season)."""
-    rating: dict[str, float] = {}
-    season_of: dict[str, int] = {}
-    gaps = np.empty(len(games))
-    for i, (first, chasing, season, won) in enumerate(
-        zip(games["first"], games["chasing"], games["season"], games["won"])
-    ):
-        for team in (first, chasing):
-            if season_of.get(team, season) != season:
-                rating[team] = 1500.0 + carry * (rating[team] - 1500.0)
-            season_of[team] = season
-        a, b = rating.get(chasing, 1500.0), rating.get(first, 1500.0)
-        gaps[i] = a - b
-        expected = 1 / (1 + 10 ** (-(a - b) / 400))
-        rating[chasing], rating[first] = a + k * (won - expected), b - k * (won - expected)
-    return gaps
-
-
-class BeforeBaselines:
-    """The logistic model on records and the Elo rating, fitted on the games of seasons up to `train_until`
-    (`games`: every game of `before_matches`, in date order, earlier games feeding the ratings)."""
-
-    def __init__(self, book: RecordBook, matches: pd.DataFrame, games: pd.DataFrame, train_until: int):
-        self.book, self.matches = book, matches
-        train = (games["season"] <= train_until).to_numpy() & (games["won"] != 0.5).to_numpy()
-        y = games["won"].to_numpy()[train]
-        if train.sum() < MIN_TRAIN or len(set(y)) < 2:
-            raise ValueError(
-                f"--train-until {train_until}: {train.sum()} matches won or lost to fit the baselines on "
-                f"(at least {MIN_TRAIN}, some won by each side)"
-            )
-        self.logistic = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-        self.logistic.fit(record_features(book, matches, games[train]), y)
-        best = None
-        for k, carry in product(ELO_K, ELO_CARRY):
-            gaps = elo_gaps(games, k, carry)[:, None]
-            fit = LogisticRegression().fit(gaps[train], y)
-            loss = binary_log_loss(fit.predict_proba(gaps[train])[:, 1], y, 1e-6).mean()
-            if best is None or loss < best[0]:
-                best = (loss, k, carry, fit)
-        _, self.k, self.carry, self.elo = best
-
-    def probabilities(self, games: pd.DataFrame, scored: np.ndarray) -> dict[str, np.ndarray]:
-        """The chasing side's chance in the `scored` games (a mask over `games`, which hold every earlier game
-        for the ratings)."""
-        gaps = elo_gaps(games, self.k, self.carry)[scored, None]
-        features = record_features(self.book, self.matches, games[scored])
-        return {"logistic": self.logistic.predict_proba(features)[:, 1], "elo": self.elo.predict_proba(gaps)[:, 1]}
-
-
 def simulate_before(
     sim: Simulator,
     matches: pd.DataFrame,
@@ -249,10 +122,11 @@ def simulate_before(
     done: Path | None = None,
 ) -> tuple[np.ndarray, pd.DataFrame | None]:
     """The simulator's chance for each game's chasing side from before its first ball (its info alone); with
-    `players`, each listed player's line (`lines.LINE_COLUMNS`, with `match_id` and his `place` in his side's
-    list) from the same simulations, and from simulations with every player of both XIs unknown to the model
-    (`unknown_players`) as `unknown_` columns. With `done`, a folder: each match's result is kept there as it
-    is finished and read from there instead of simulated again (a stopped evaluation continues)."""
+    `players`, each player's line of the XIs in `matches` (`listed_players`' columns: his `place` in his side's
+    XI; LINE_FIGURES, and DRAWS: his runs and wickets in each simulation) from the same simulations, and from
+    simulations with every player of both XIs unknown to the model (`unknown_players`) as `unknown_` columns.
+    With `done`, a folder: each match's result is kept there as it is finished and read from there instead of
+    simulated again (a stopped evaluation continues)."""
     chances, lines = np.empty(len(games)), []
     for i, match_id in enumerate(
         progress.track(list(games["match_id"]), "simulating before the first ball", unit="match")
@@ -308,6 +182,8 @@ LAST = 10  # the empirical baseline: a player's figures in his last this many ma
 def draw_lines(sides: list[tuple[dict, str, dict]]) -> pd.DataFrame:
     """One row per player of `project_before(..., draws=True)`'s sides (one order: the toss known): `team`,
     `player`, his LINE_FIGURES and DRAWS (his runs and wickets in each simulation, an array)."""
+    if len({point["batting_first"] for point, _, _ in sides}) != 1:
+        raise ValueError("the lines of one batting order are asked for (the toss known)")
     tables = []
     for _, team, side in sides:
         table = summarise(side, team)[["team", "player", *LINE_FIGURES]]
@@ -354,31 +230,6 @@ def recent_quantiles(figures: pd.DataFrame, last: int = LAST) -> pd.DataFrame:
         out[f"recent_{figure}_draws"] = [row[np.isfinite(row)] for row in values]
         out["recent_matches"] = np.isfinite(values).sum(axis=1)
     return out.reindex(figures.index)
-
-
-def pinball(y: np.ndarray, q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) -> np.ndarray:
-    """The pinball loss of each forecast's 10/50/90% quantiles, averaged over the three."""
-    total = 0
-    for level, q in ((0.1, q10), (0.5, q50), (0.9, q90)):
-        gap = y - q
-        total = total + np.maximum(level * gap, (level - 1) * gap)
-    return total / 3
-
-
-def pit_coverage(draws: list[np.ndarray], y: np.ndarray, low: float = 0.1, high: float = 0.9) -> np.ndarray:
-    """The chance that each figure's randomised PIT lies within [low, high]: a count's forecast puts mass on
-    whole numbers, so where it is F(y-1) < u <= F(y) the PIT is drawn uniformly across that step (the share of
-    the step within [low, high], not a draw), which makes it uniform for a forecast that is right; its
-    coverage is then high - low, where counting a quantile that equals y as covered (a q10 of 0 covers every
-    duck) overstates it."""
-    out = np.empty(len(y))
-    for i, (x, v) in enumerate(zip(draws, y)):
-        below, upto = np.mean(x < v), np.mean(x <= v)
-        if upto > below:
-            out[i] = max(0.0, min(upto, high) - max(below, low)) / (upto - below)
-        else:
-            out[i] = float(low <= below <= high)
-    return out
 
 
 PLAYER_MODELS = {"simulator": "", "recent": "recent_", "unknown": "unknown_"}
@@ -447,19 +298,23 @@ def score(games: pd.DataFrame, floor: float) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(table), pd.DataFrame(paired)
 
 
-def unfinished_folder(args: argparse.Namespace, model: str, matches: pd.DataFrame, test: pd.DataFrame) -> Path:
+def unfinished_folder(
+    args: argparse.Namespace, model: torch.nn.Module, data_key: str, matches: pd.DataFrame, test: pd.DataFrame
+) -> Path:
     """Where the matches of an evaluation are kept as they are finished (`simulate_before`'s `done`): named by
-    what decides them (the model and its file's size and time, the simulations, the seed, whether the players
-    are scored, each test match's XIs and toss), so a run of other settings does not read them; removed once
-    the evaluation's files are written."""
-    path = Path(model)
-    what = [model, *((path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else ())]
-    what += [args.sims, args.seed, args.players]
+    what decides them (the model's weights, the data's cache key: its sources' content, phases and schema, the
+    simulations, the seed, whether the players are scored, each test match's XIs and toss), so a run of other
+    settings does not read them; removed once the evaluation is written and logged. The code is not in the
+    name: after a change to the simulator, start again (remove the folder)."""
+    digest = hashlib.sha256()
+    for tensor in model.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     chosen = matches[matches["match_id"].astype(str).isin(set(test["match_id"]))]
-    columns = ["match_id", "team1_players", "team2_players", "toss_winner", "toss_decision", "venue", "date"]
-    what.append(chosen[columns].astype(str).to_csv(index=False))
-    digest = hashlib.sha256(repr(what).encode()).hexdigest()[:16]
-    return args.out / f".unfinished-{digest}"
+    columns = ["match_id", "team1_players", "team2_players", "team1_player_ids", "team2_player_ids", "toss_winner",
+               "toss_decision", "venue", "date"]  # fmt: skip
+    what = [data_key, args.sims, args.seed, args.players, chosen.reindex(columns=columns).astype(str).to_csv()]
+    digest.update(repr(what).encode())
+    return args.out / f".unfinished-{digest.hexdigest()[:16]}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -481,7 +336,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=True,
         help="score each player's runs and wickets too (twice the simulations; default: %(default)s)",
     )
-    p.add_argument("--out", type=Path, default=Path("outputs/before"), help="folder for the table and the games")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("outputs/before"),
+        help="folder for the report, the games and the players' lines (and the finished matches while it runs)",
+    )
     p.add_argument("--seed", type=count(0), default=0)
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     p.add_argument("--experiment", default="cricket_attn")
@@ -493,7 +353,7 @@ def run(args: argparse.Namespace) -> str:
     tracking.check_tracking_uri(args.tracking_uri)
     trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
     d, listed = tables.deliveries, tables.matches
-    matches = at_the_toss(listed)  # the XIs as known at the toss, not as the files list them after the match
+    matches = at_the_toss(listed, d)  # the XIs as known at the toss, not as the files list them after the match
     book = getattr(trained.encoder, "record_book", None) or RecordBook(d)
     kept = matches[~matches["match_id"].astype(str).isin(not_simulated(d))]
     if args.competition:
@@ -508,8 +368,8 @@ def run(args: argparse.Namespace) -> str:
     test = games[scored].assign(**baselines.probabilities(games, scored)).reset_index(drop=True)
     torch.set_grad_enabled(False)
     sim = Simulator.build(trained.model, trained.encoder, phases, d)
-    done = unfinished_folder(args, trained.source, matches, test)
-    earlier = len(list(done.glob("*.parquet"))) if done.exists() else 0
+    done = unfinished_folder(args, trained.model, tables.key, matches, test)
+    resumed = len(list(done.glob("*.parquet"))) if done.exists() else 0
     test["simulator"], lines = simulate_before(sim, matches, test, args.sims, args.seed, args.players, done)
     table, paired = score(test, 0.5 / args.sims)
     players = []
@@ -548,7 +408,6 @@ def run(args: argparse.Namespace) -> str:
     if args.players:
         with atomic_path(out / "players.csv") as tmp:
             lines.drop(columns=[c for c in lines if c.endswith("_draws")]).to_csv(tmp, index=False)
-    shutil.rmtree(done, ignore_errors=True)
     every = table.set_index("matches").loc["every match"]
     settings = {k: getattr(args, k) for k in ("sims", "train_until", "seed", "players")}
     settings |= {"test": ",".join(map(str, args.test)), "competitions": ",".join(args.competition or []) or "all"}
@@ -562,7 +421,8 @@ def run(args: argparse.Namespace) -> str:
         settings,
         [(out / "before.md", None)],
     )
-    again = f", {earlier} matches read from a stopped run" if earlier else ""
+    shutil.rmtree(done, ignore_errors=True)  # written and logged: nothing to continue
+    again = f", {resumed} matches read from a stopped run" if resumed else ""
     return f"{report}\n\nwritten: {out} ({time.perf_counter() - start:.0f} s{again}); MLflow run {run_id}"
 
 

@@ -312,7 +312,7 @@ def project_context(
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list]:
     """`project_match` of a match as far as it has gone (`MatchContext`). With `draws` (and `players`), the
     players' figures draw by draw in place of their lines: a list of (point, team, `lines.side_draws`), the
-    point as PLAYER_COLUMNS name it."""
+    point as PLAYER_COLUMNS name it (`fantasy` is not applied: `FantasyTable.points` takes the draws)."""
     generator = torch.Generator().manual_seed(seed)
     rows, lines = [], []
     for number in (1, 2):

@@ -15,7 +15,6 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.simulation.before import at_the_toss, project_before
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError
-from cricket_attn.simulation.setup import batting_order
 from tests.conftest import match_file
 
 MATCH = "1473439"
@@ -95,32 +94,38 @@ def test_a_match_that_cannot_be_simulated_is_refused_by_its_field(fixture_simula
 def test_at_the_toss_each_xi_is_its_named_eleven_in_the_order_of_their_usual_places(ipl_tables):
     """1473438 (IPL 2025): the files list each side after the match, in the order it batted and with the impact
     player who came in; at the toss each side is the eleven it named, ordered by where each one usually bats
-    (the median of his places in his last ten listed matches before the day), the newcomers last."""
-    m = ipl_tables.matches
-    toss = at_the_toss(m)
+    (the median of his places in his last ten matches before the day, as their balls give them), the newcomers
+    last."""
+    d, m = ipl_tables.deliveries, ipl_tables.matches
+    toss = at_the_toss(m, d)
     row = toss[toss["match_id"].astype(str) == "1473438"].iloc[0]
     listed = m[m["match_id"].astype(str) == "1473438"].iloc[0]
+    regular = d[~d["is_super_over"].astype(bool) & (d["date"] < listed["date"])]
     for side in ("team1", "team2"):
         xi, was = row[f"{side}_players"].split(";"), listed[f"{side}_players"].split(";")
         assert len(xi) == 11 and set(xi) == set(was) - {listed[f"{side}_came_in"]}
         ids = dict(zip(was, listed[f"{side}_player_ids"].split(";")))
         assert row[f"{side}_player_ids"].split(";") == [ids[p] for p in xi]
         usual = []
-        for player in xi:  # by hand: his places in the batting orders of his last ten earlier listed matches
-            earlier = m[(m["date"] < listed["date"])].sort_values("date")
+        for player in xi:  # by hand: his places in the batting orders of his last ten earlier matches
             places = []
+            earlier = m[m["date"] < listed["date"]].sort_values("date", kind="stable")
             for _, e in earlier.iterrows():
                 for s in ("team1", "team2"):
-                    order = batting_order(str(e[f"{s}_players"]).split(";"))
-                    if player in order:
-                        places.append(order.index(player))
+                    names = str(e[f"{s}_players"]).split(";")
+                    if player not in names:
+                        continue
+                    balls = regular[(regular["match_id"] == e["match_id"]) & (regular["batting_team"] == e[s])]
+                    crease = list(dict.fromkeys(np.column_stack([balls["batter"], balls["non_striker"]]).ravel()))
+                    order = crease + [p for p in names if p not in crease]
+                    places.append(order.index(player))
             usual.append(np.median(places[-10:]) if places else np.inf)
         assert usual == sorted(usual) and usual[0] < 2  # an opener first
-    assert row["team2_players"].split(";") != batting_order(listed["team2_players"].split(";"))[:11]
+    assert row["team2_players"].split(";") != listed["team2_players"].split(";")[:11]
 
 
 def test_a_side_of_twelve_that_does_not_say_who_came_in_has_no_xi_at_the_toss(ipl_tables):
     m = ipl_tables.matches
     m = m.assign(team2_came_in=m["team2_came_in"].where(m["match_id"].astype(str) != "1473438"))
-    row = at_the_toss(m).set_index(m["match_id"].astype(str)).loc["1473438"]
+    row = at_the_toss(m, ipl_tables.deliveries).set_index(m["match_id"].astype(str)).loc["1473438"]
     assert pd.isna(row["team2_players"]) and len(row["team1_players"].split(";")) == 11

@@ -1,32 +1,29 @@
-"""The yardsticks of the win probability before the first ball (`cricket_attn.simulation.before_eval`): who
-chases as the toss decides, an Elo rating by hand, the sides' records read as of the day, and the scores."""
+"""The evaluation before the first ball (`cricket_attn.simulation.before_eval`): who chases as the toss decides,
+the scores paired by match, each player's real figures and his last ten matches, the simulated lines, a stopped
+run continued, the command."""
 
 from __future__ import annotations
 
+import argparse
 from itertools import product
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.data.records import RecordBook
 from cricket_attn.laws import bowler_wickets
 from cricket_attn.simulation.before_eval import (
-    FEATURES,
     LINE_FIGURES,
-    BeforeBaselines,
     before_matches,
-    elo_gaps,
     listed_players,
     main,
-    pinball,
-    pit_coverage,
     real_figures,
     recent_quantiles,
-    record_features,
     score,
     simulate_before,
+    unfinished_folder,
     unknown_players,
 )
 from tests.conftest import FIXTURES
@@ -49,45 +46,6 @@ def test_the_chasing_side_is_the_one_the_toss_sends_in_second(ipl_tables, ipl_ga
     assert left["no result"] > 0 and left["not simulated before the first ball"] > 0  # abandoned; XIs of 13
     assert len(games) + sum(left.values()) == len(ipl_tables.matches)
     assert games["date"].is_monotonic_increasing
-
-
-def test_elo_by_hand():
-    games = pd.DataFrame(
-        {"first": ["B", "A", "A"], "chasing": ["A", "B", "B"], "season": [2020, 2020, 2021], "won": [1.0, 0.0, 1.0]}
-    )
-    gaps = elo_gaps(games, k=16, carry=0.5)
-    # A chases and wins from level: A 1508, B 1492. B chases and loses: expected 1/(1+10^(16/400)) for B.
-    loss = 16 * (1 / (1 + 10 ** (16 / 400)))
-    a, b = 1508 + loss, 1492 - loss
-    # A new season: each keeps half its distance from 1500.
-    assert gaps == pytest.approx([0.0, -16.0, (1500 + (b - 1500) / 2) - (1500 + (a - 1500) / 2)])
-
-
-def test_the_sides_records_are_read_as_of_the_day(ipl_tables, ipl_games):
-    """A book of every match and a book of the matches before the day give the same features: nothing of the
-    day or after it is read."""
-    games, _ = ipl_games
-    d = ipl_tables.deliveries
-    some = games[games["season"] == 2025].head(3)
-    before = d[d["date"] < some["date"].min()]
-    full = record_features(RecordBook(d), ipl_tables.matches, some)
-    assert np.allclose(full, record_features(RecordBook(before), ipl_tables.matches, some))
-    assert full.shape == (3, len(FEATURES) + 1) and np.isfinite(full).all()
-    assert (full[:, :-1] != 0).all()  # sides of established players have records
-    assert (full[:, -1] == some["chasing_won_toss"]).all()
-
-
-def test_the_baselines_fit_the_training_seasons_and_read_only_earlier_games(ipl_tables, ipl_games):
-    games, _ = ipl_games
-    book = RecordBook(ipl_tables.deliveries)
-    baselines = BeforeBaselines(book, ipl_tables.matches, games, train_until=2022)
-    scored = (games["season"] == 2023).to_numpy()
-    p = baselines.probabilities(games, scored)
-    assert {k: len(v) for k, v in p.items()} == {"logistic": scored.sum(), "elo": scored.sum()}
-    assert all(((v > 0.2) & (v < 0.8)).all() for v in p.values())  # two T20 sides: no walkover
-    upto = games[games["season"] <= 2023]  # the games after 2023 change nothing of 2023's chances
-    again = baselines.probabilities(upto, scored[: len(upto)])
-    assert np.allclose(again["elo"], p["elo"]) and np.allclose(again["logistic"], p["logistic"])
 
 
 def test_the_scores_are_paired_baseline_minus_simulator():
@@ -141,25 +99,6 @@ def test_recent_quantiles_read_the_players_last_ten_earlier_matches(ipl_tables):
     assert recent.loc[debut, "recent_runs_q50"].isna().all() and (recent.loc[debut, "recent_matches"] == 0).all()
 
 
-def test_pinball_by_hand():
-    y, q10, q50, q90 = (np.array([v]) for v in (30.0, 5.0, 20.0, 60.0))
-    # under q10's and q50's: 0.1 * 25, 0.5 * 10; over q90's: (1 - 0.9) * 30
-    assert pinball(y, q10, q50, q90) == pytest.approx([(2.5 + 5 + 3) / 3])
-
-
-def test_pit_coverage_by_hand():
-    draws = [np.array([0.0, 0, 0, 0, 0, 1, 2, 3, 4, 5])]  # F(0) = 0.5: a duck's PIT is uniform on [0, 0.5]
-    assert pit_coverage(draws, np.array([0.0])) == pytest.approx([(0.5 - 0.1) / 0.5])
-    assert pit_coverage(draws, np.array([5.0])) == pytest.approx([0.0])  # on [0.9, 1]
-    assert pit_coverage(draws, np.array([3.0])) == pytest.approx([1.0])  # on [0.7, 0.8]
-    assert pit_coverage(draws, np.array([9.0])) == pytest.approx([0.0])  # above every draw: 1
-    assert pit_coverage(draws, np.array([2.5])) == pytest.approx([1.0])  # between draws: F = 0.7 exactly
-    # a forecast that is right covers 0.8 of outcomes drawn from it, however much of it is on 0
-    rng = np.random.default_rng(0)
-    x = rng.poisson(0.4, 4000).astype(float)
-    assert pit_coverage([x] * 4000, rng.poisson(0.4, 4000).astype(float)).mean() == pytest.approx(0.8, abs=0.02)
-
-
 def test_unknown_players_are_one_match_renamed(ipl_tables):
     m = ipl_tables.matches
     match_id = str(m["match_id"].iloc[-1])
@@ -199,6 +138,22 @@ def test_a_stopped_evaluation_reads_the_matches_it_finished(fixture_simulator, p
     assert np.stack(lines_again["runs_draws"].to_list()).tolist() == np.stack(lines["runs_draws"].to_list()).tolist()
     pd.read_parquet(kept).assign(chance=0.123).to_parquet(kept)  # what is kept is read, not simulated again
     assert simulate_before(fixture_simulator, matches, games, 8, 0, True, tmp_path)[0].tolist() == [0.123]
+
+
+def test_the_kept_matches_are_named_by_what_decides_them(ipl_tables, tmp_path):
+    m = ipl_tables.matches
+    test = pd.DataFrame({"match_id": [str(m["match_id"].iloc[-1])]})
+    args = argparse.Namespace(out=tmp_path, sims=8, seed=0, players=True)
+    torch.manual_seed(0)
+    model, other = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    kept = unfinished_folder(args, model, "key", m, test)
+    assert kept.parent == tmp_path and unfinished_folder(args, model, "key", m, test) == kept
+    for changed in ({"sims": 9}, {"seed": 1}, {"players": False}):
+        assert unfinished_folder(argparse.Namespace(**{**vars(args), **changed}), model, "key", m, test) != kept
+    assert unfinished_folder(args, other, "key", m, test) != kept  # other weights
+    assert unfinished_folder(args, model, "other data", m, test) != kept
+    swapped = m.assign(toss_decision=m["toss_decision"].map({"bat": "field", "field": "bat"}))
+    assert unfinished_folder(args, model, "key", swapped, test) != kept
 
 
 def test_the_command_writes_and_logs_its_report(tracked_run, tmp_path, capsys):

@@ -41,7 +41,7 @@ def test_the_choice_follows_each_players_earlier_overs(fixture_simulator, fixtur
 
 def test_a_player_who_changed_sides_brings_his_overs_with_him(ipl_tables):
     """KH Pandya bowled for Lucknow in 2024 and for Bengaluru from 2025: before Bengaluru's first match of
-    2025 his usage counts his own last ten matches' overs (counted here from the deliveries), where his new
+    2025 his usage counts his own last ten matches' overs (counted here from the deliveries), though his new
     side's last matches hold none of his."""
     d, m = ipl_tables.deliveries, ipl_tables.matches
     first = m[(m["season"] == 2025) & m[["team1", "team2"]].eq("Royal Challengers Bengaluru").any(axis=1)]
