@@ -404,10 +404,6 @@ def drop_earlier_models(uri: str, run_id: str, name: str) -> list[str]:
     return dropped
 
 
-def end_run(uri: str, run_id: str, status: str) -> None:
-    MlflowClient(uri).set_terminated(run_id, status)
-
-
 @contextmanager
 def ending(uri: str, run_id: str) -> Iterator[None]:
     """The run ends as its block does: FINISHED; KILLED when stopped by Ctrl-C or SIGTERM (what a scheduler,
@@ -427,14 +423,14 @@ def ending(uri: str, run_id: str) -> Iterator[None]:
         yield
     except BaseException as err:
         stopped = bool(stops) or isinstance(err, KeyboardInterrupt)
-        end_run(uri, run_id, "KILLED" if stopped else "FAILED")
+        MlflowClient(uri).set_terminated(run_id, "KILLED" if stopped else "FAILED")
         if stopped and not isinstance(err, KeyboardInterrupt):
             raise KeyboardInterrupt(f"stopped by {stops[-1]}") from err
         raise
     finally:
         for s, handler in previous.items():  # None: a handler installed from C, which Python cannot restore
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
-    end_run(uri, run_id, "FINISHED")
+    MlflowClient(uri).set_terminated(run_id, "FINISHED")
 
 
 def latest_transformer_run(uri: str, experiment: str = "cricket_attn", data_key: str | None = None):
