@@ -72,9 +72,14 @@ def swaps_ends(ran):
     return ran % 2 == 1
 
 
-def dismissed(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(striker out, non-striker out) on each delivery, from `player_out` (retirements included)."""
+def dismissed(d: pd.DataFrame, retirements: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(striker out, non-striker out) on each delivery, from `player_out`: whoever left the crease, or without
+    `retirements` only those out (a batter retired hurt or retired not out is not out: no duck, no dismissal
+    in his line; retired out is out)."""
     out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
+    if not retirements:
+        kinds = d["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
+        out = [[p for p, k in zip(o, ks) if k not in NOT_TEAM_WICKETS] for o, ks in zip(out, kinds)]
     striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
     other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
     return striker, other

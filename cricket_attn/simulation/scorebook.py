@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.laws import OUTCOMES
-from cricket_attn.simulation.state import Delivery
+from cricket_attn.simulation.state import FLAG_FIELDS, Delivery
 
 ENTRY_FIELDS = tuple(f.name for f in fields(Delivery))
 
@@ -52,7 +52,7 @@ class Scorebook:
         pick = torch.multinomial(self.probability[outcome], 1, generator=generator)[:, 0]
         chosen = self.entries[pick]
         values = {f: chosen[:, i] for i, f in enumerate(ENTRY_FIELDS)}
-        for f in ("legal", "bowler_wicket", "striker_out", "non_striker_out"):
+        for f in FLAG_FIELDS:
             values[f] = values[f].bool()
         return Delivery(**values)
 

@@ -30,6 +30,9 @@ from cricket_attn.laws import (
 )
 from cricket_attn.simulation.setup import InningsSetup
 
+# Delivery's fields that are yes or no (the others are counts and classes).
+FLAG_FIELDS = ("legal", "bowler_wicket", "striker_out", "non_striker_out", "striker_dismissed", "non_striker_dismissed")
+
 
 @dataclass
 class Delivery:
@@ -45,7 +48,9 @@ class Delivery:
     bowler_wicket: torch.Tensor  # bool: credited to the bowler (laws.bowler_wickets)
     striker_out: torch.Tensor  # bool: the striker left (out or retired)
     non_striker_out: torch.Tensor  # bool
-    ran: torch.Tensor  # runs physically run: an odd number swaps the batters
+    striker_dismissed: torch.Tensor  # bool: the striker is out (left, and not retired hurt or retired not out)
+    non_striker_dismissed: torch.Tensor  # bool
+    ran: torch.Tensor  # runs physically run: an odd number swaps the batters (an all-run four is not a boundary)
 
     @property
     def runs_total(self) -> torch.Tensor:
@@ -55,6 +60,7 @@ class Delivery:
     def from_table(cls, d: pd.DataFrame) -> Delivery:
         """The deliveries of a deliveries table, one per row."""
         striker_out, non_striker_out = dismissed(d)
+        striker_dismissed, non_striker_dismissed = dismissed(d, retirements=False)
 
         def t(values, dtype=torch.long) -> torch.Tensor:
             return torch.as_tensor(np.array(values), dtype=dtype)
@@ -70,6 +76,8 @@ class Delivery:
             bowler_wicket=t(bowler_wickets(d), torch.bool),
             striker_out=t(striker_out, torch.bool),
             non_striker_out=t(non_striker_out, torch.bool),
+            striker_dismissed=t(striker_dismissed, torch.bool),
+            non_striker_dismissed=t(non_striker_dismissed, torch.bool),
             ran=t(runs_ran(d)),
         )
 
@@ -139,7 +147,7 @@ class InningsState:
         self.batter_runs, self.batter_faced = zeros(len(bat)), zeros(len(bat))
         self.batter_fours, self.batter_sixes = zeros(len(bat)), zeros(len(bat))  # each player's line, not inputs
         self.batted = torch.zeros(n, len(bat), dtype=torch.bool)  # came to the crease
-        self.out = torch.zeros(n, len(bat), dtype=torch.bool)  # out (or retired)
+        self.out = torch.zeros(n, len(bat), dtype=torch.bool)  # out (a retirement hurt or not out is not)
         self.batted[:, :2] = True
         self.bowler_balls, self.bowler_runs, self.bowler_wickets = zeros(len(bowl)), zeros(len(bowl)), zeros(len(bowl))
         self.bowler_overs = zeros(len(bowl))  # overs started: the quota counts these
@@ -247,8 +255,9 @@ class InningsState:
         self.wickets += ball.wickets
         self.batter_runs[rows, self.striker] += ball.runs_batter
         self.batter_faced[rows, self.striker] += adds["faced"].long()
-        self.batter_fours[rows, self.striker] += (ball.runs_batter == 4).long()  # off a no-ball too, as scored
-        self.batter_sixes[rows, self.striker] += (ball.runs_batter == 6).long()
+        # Boundaries, off a no-ball too, as scored; four runs all run are not a four.
+        self.batter_fours[rows, self.striker] += ((ball.runs_batter == 4) & (ball.ran < 4)).long()
+        self.batter_sixes[rows, self.striker] += ((ball.runs_batter == 6) & (ball.ran < 6)).long()
         self.bowler_balls[rows, self.bowler] += legal
         self.bowler_runs[rows, self.bowler] += adds["conceded"]
         self.bowler_wickets[rows, self.bowler] += adds["bowler_wickets"].long()
@@ -273,8 +282,8 @@ class InningsState:
         )
         striker_out = torch.where(swap, ball.non_striker_out, ball.striker_out)
         non_striker_out = torch.where(swap, ball.striker_out, ball.non_striker_out)
-        self.out[rows, self.striker] |= striker_out
-        self.out[rows, self.non_striker] |= non_striker_out
+        self.out[rows, self.striker] |= torch.where(swap, ball.non_striker_dismissed, ball.striker_dismissed)
+        self.out[rows, self.non_striker] |= torch.where(swap, ball.striker_dismissed, ball.non_striker_dismissed)
         # The next in the order comes in, unless that ball ended the innings (he never reached the crease).
         going_on = ~self.finished()
         self.striker = torch.where(striker_out, self.next_batter(), self.striker)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.laws import bowler_wickets, dismissed
+from cricket_attn.laws import bowler_wickets
 from cricket_attn.simulation.lines import LINE_COLUMNS, innings_draws, summarise
 from cricket_attn.simulation.match import MatchContext, project_match
 from cricket_attn.simulation.rules import BowlerChoice
@@ -17,19 +17,22 @@ from cricket_attn.simulation.state import replay
 
 
 def scorecard(inn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The innings' batting and bowling card from its deliveries, by pandas alone."""
+    """The innings' batting and bowling card from its deliveries, by pandas alone: a four or six is a boundary
+    (four runs all run are not a four), and a batter retired hurt or retired not out is not out."""
+    boundary = ~inn["runs_non_boundary"].astype(bool)
     d = inn.assign(
         faced=inn["runs_wides"] == 0,
-        four=inn["runs_batter"] == 4,
-        six=inn["runs_batter"] == 6,
+        four=(inn["runs_batter"] == 4) & boundary,
+        six=(inn["runs_batter"] == 6) & boundary,
         conceded=inn["runs_batter"] + inn["runs_wides"] + inn["runs_noballs"],
         credited=bowler_wickets(inn),
     )
     batting = d.groupby("batter", observed=True).agg(
         runs=("runs_batter", "sum"), balls=("faced", "sum"), fours=("four", "sum"), sixes=("six", "sum")
     )
-    striker_out, other_out = dismissed(d)
-    out = set(d["batter"][striker_out].astype(str)) | set(d["non_striker"][other_out].astype(str))
+    out = set()
+    for players, kinds in zip(d["player_out"].dropna().astype(str), d["wicket_kind"].dropna().astype(str)):
+        out |= {p for p, k in zip(players.split(";"), kinds.split(";")) if k not in ("retired hurt", "retired not out")}
     batting["out"] = [name in out for name in batting.index.astype(str)]
     bowling = d.groupby("bowler", observed=True).agg(
         bowled_balls=("is_legal", "sum"), conceded=("conceded", "sum"), wickets=("credited", "sum")
@@ -39,7 +42,8 @@ def scorecard(inn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_a_replayed_innings_gives_its_scorecard(fixture_simulator, fixture_tables, deliveries):
     """Every regular innings of the fixture matches, replayed into a one-simulation state: each batter's
-    runs, balls, fours, sixes and dismissal, and each bowler's balls, runs and wickets, are the card's."""
+    runs, balls, fours, sixes and dismissal, and each bowler's balls, runs and wickets, are the card's (among
+    them D Padikkal's four all run in 1304066, Harbhajan Singh retired hurt in 729309, KH Pandya in 1082628)."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
     for _, inn in regular.groupby(["match_id", "innings"], sort=False, observed=True):
         inn = inn.reset_index(drop=True)
