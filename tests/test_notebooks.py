@@ -86,5 +86,7 @@ def test_projections_notebook_plays_a_match_before_the_toss_and_its_matchups(tra
     outputs = run_with_model("06_projections.ipynb", checkpoint, monkeypatch, CRICKET_ATTN_SIMS="8")
     assert sum(1 for o in outputs if "image/png" in o.get("data", {})) == 3  # the chance, the lines, the matchups
     tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "execute_result"]
-    assert len(tables) == 3 and "order_weight" in tables[0] and "fantasy_mean" in tables[1]
-    assert "model_runs" in tables[2] and "8 simulations of the match" in "".join(o.get("text", "") for o in outputs)
+    assert len(tables) == 4 and "order_weight" in tables[0] and "fantasy_mean" in tables[1]
+    printed = "".join(o.get("text", "") for o in outputs)
+    assert "8 simulations; the six players with the most expected points" in printed and "1.0" in tables[2]
+    assert "model_runs" in tables[3] and "8 simulations of the match" in printed
