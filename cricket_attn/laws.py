@@ -79,7 +79,7 @@ def dismissed(d: pd.DataFrame, retirements: bool = True) -> tuple[np.ndarray, np
     out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
     if not retirements:
         kinds = d["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
-        out = [[p for p, k in zip(o, ks) if k not in NOT_TEAM_WICKETS] for o, ks in zip(out, kinds)]
+        out = [[p for p, k in zip(o, ks, strict=True) if k not in NOT_TEAM_WICKETS] for o, ks in zip(out, kinds)]
     striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
     other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
     return striker, other

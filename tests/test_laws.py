@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from cricket_attn.laws import crease_after
+import pandas as pd
+
+from cricket_attn.laws import crease_after, dismissed
 
 
 def test_strike_rotation_predicts_the_next_striker(deliveries):
@@ -75,3 +77,19 @@ def test_an_innings_is_over_by_one_rule_on_numbers_arrays_and_tensors(deliveries
         for i in range(len(runs))
     ]
     assert one == ended.tolist() and innings_over(0, MAX_WICKETS, 0, 120, math.inf)
+
+
+def test_who_is_out_and_who_only_left_the_crease():
+    """Two departures on one ball (every league has five "bowled;retired hurt"): each is the batter's it names; a
+    batter retired hurt or retired not out left the crease but is not out, one retired out is out."""
+    d = pd.DataFrame(
+        {
+            "batter": ["A", "A", "C", "E"],
+            "non_striker": ["B", "B", "D", "F"],
+            "player_out": ["A;B", "B", None, "F"],
+            "wicket_kind": ["bowled;retired hurt", "retired not out", None, "retired out"],
+        }
+    )
+    left, out = dismissed(d), dismissed(d, retirements=False)
+    assert [list(x) for x in left] == [[True, False, False, False], [True, True, False, True]]
+    assert [list(x) for x in out] == [[True, False, False, False], [False, False, False, True]]

@@ -17,8 +17,9 @@ from cricket_attn.data.sequences import UNK
 from cricket_attn.simulation.state import InningsState
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
-# A batter's figures in a simulation, from the state's slots: runs, balls faced, fours, sixes (runs off the
-# bat of 4 and 6, off a no-ball too, as scorecards count them), out, came to the crease.
+# A batter's figures in a simulation, from the state's slots: runs, balls faced, fours, sixes (boundaries, off a
+# no-ball too, as scorecards count them: four runs all run are not a four), out (retired hurt or not out is
+# not), came to the crease.
 BATTING = {
     "runs": "batter_runs",
     "balls": "batter_faced",

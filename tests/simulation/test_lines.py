@@ -31,8 +31,10 @@ def scorecard(inn: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         runs=("runs_batter", "sum"), balls=("faced", "sum"), fours=("four", "sum"), sixes=("six", "sum")
     )
     out = set()
-    for players, kinds in zip(d["player_out"].dropna().astype(str), d["wicket_kind"].dropna().astype(str)):
-        out |= {p for p, k in zip(players.split(";"), kinds.split(";")) if k not in ("retired hurt", "retired not out")}
+    for players, kinds in zip(d["player_out"].astype(object).fillna(""), d["wicket_kind"].astype(object).fillna("")):
+        for player, kind in zip(str(players).split(";"), str(kinds).split(";")):
+            if player and kind not in ("retired hurt", "retired not out"):
+                out.add(player)
     batting["out"] = [name in out for name in batting.index.astype(str)]
     bowling = d.groupby("bowler", observed=True).agg(
         bowled_balls=("is_legal", "sum"), conceded=("conceded", "sum"), wickets=("credited", "sum")
