@@ -76,12 +76,15 @@ def dismissed(d: pd.DataFrame, retirements: bool = True) -> tuple[np.ndarray, np
     """(striker out, non-striker out) on each delivery, from `player_out`: whoever left the crease, or without
     `retirements` only those out (a batter retired hurt or retired not out is not out: no duck, no dismissal
     in his line; retired out is out)."""
-    out = d["player_out"].astype(object).fillna("").astype(str).str.split(";")
+    striker, other = np.zeros(len(d), dtype=bool), np.zeros(len(d), dtype=bool)
+    some = d["player_out"].notna().to_numpy()  # a few balls in a hundred: only they are read one by one
+    balls = d[some]
+    out = balls["player_out"].astype(str).str.split(";")
     if not retirements:
-        kinds = d["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
+        kinds = balls["wicket_kind"].astype(object).fillna("").astype(str).str.split(";")
         out = [[p for p, k in zip(o, ks, strict=True) if k not in NOT_TEAM_WICKETS] for o, ks in zip(out, kinds)]
-    striker = np.array([b in o for b, o in zip(d["batter"].astype(str), out)], dtype=bool)
-    other = np.array([b in o for b, o in zip(d["non_striker"].astype(str), out)], dtype=bool)
+    striker[some] = [b in o for b, o in zip(balls["batter"].astype(str), out)]
+    other[some] = [b in o for b, o in zip(balls["non_striker"].astype(str), out)]
     return striker, other
 
 
