@@ -44,7 +44,8 @@ main: $(STAMP)
 # stopped, in the same MLflow run, and keeps a finished one (LEAGUES=<another folder> for a new run).
 LEAGUES ?= $(CURDIR)/outputs/leagues
 # Settings added to each stage after the recipe's own (the later wins), to try another schedule without
-# editing this file, e.g. the longer recipe of 2026-11-26 (40 epochs, three members refitted from scratch: about seven hours):
+# editing this file, e.g. the longer recipe of 2026-11-26 (40 epochs, three members refitted from scratch:
+# about seven hours):
 # make leagues POOLED='trainer.max_epochs=40 ensemble=3 refit_from=scratch' FINETUNE='ensemble=3'.
 POOLED ?=
 FINETUNE ?=
