@@ -247,9 +247,14 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             pl.seed_everything(cfg.seed + k, workers=True)
             if refit_dm is None:
                 refit_dm = hydra.utils.instantiate(cfg.data, refit=True)
-                if continued:  # the selected model reads its features as it learnt them: its own encoder
+                # A refit that starts from a model (the selected one, or with init_from the earlier run's member)
+                # reads its features as that model learnt them, through its encoder: fitted to the validation
+                # season where that run refitted afresh (then the same as this one would fit), to the season
+                # before where it continued its selected model.
+                origin = best_path if continued else start_from(cfg, 0)
+                if origin:
                     refit_dm.load_state_dict(
-                        torch.load(best_path, map_location="cpu", weights_only=True)["CricketDataModule"]
+                        torch.load(origin, map_location="cpu", weights_only=True)["CricketDataModule"]
                     )
             dm, refit_dm.seed = refit_dm, cfg.seed + k
             name = "refit" if k == 0 else f"refit{k + 1}"

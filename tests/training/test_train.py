@@ -115,6 +115,14 @@ def test_a_refit_from_the_selected_model_continues_it_with_its_own_encoder(tmp_p
         assert torch.corrcoef(torch.stack([flat(member), flat(selected)]))[0, 1] > 0.9
     assert from_checkpoint(results["checkpoint"]).encoder.last_season == 2023  # the selection's encoder
     assert math.isfinite(results["test/log_loss"]) and 1.0 < results["test/log_loss"] < 2.5
+    # A run started from it (make leagues' fine-tune): its refit members start from these, through their encoder
+    # (a refit encoder fitted afresh to 2024 would not read their features as they learnt them: refused).
+    still = ("~logger", f"data.data_dir={tmp_path / 'data'}", "optim.lr=1e-12", "optim.weight_decay=0")
+    tuned = train(tiny_train_config(tmp_path / "tuned", *still, f"init_from={tmp_path / 'run'}", "ensemble=2"))
+    final = from_checkpoint(tuned["checkpoint"])
+    assert final.encoder.last_season == 2023
+    for tuned_member, (member, _) in zip(final.model.members, members, strict=True):
+        assert torch.allclose(torch.cat([p.flatten() for p in tuned_member.parameters()]), flat(member), atol=1e-6)
 
 
 def test_console_script_finds_conf_from_any_folder(tmp_path):
