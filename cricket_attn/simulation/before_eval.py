@@ -35,7 +35,7 @@ import torch
 
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.cli import run_command
+from cricket_attn.cli import check_memory, run_command
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.features import entity_key
 from cricket_attn.data.records import RecordBook
@@ -61,7 +61,7 @@ from cricket_attn.simulation.before import (
 )
 from cricket_attn.simulation.before_baselines import BeforeBaselines
 from cricket_attn.simulation.lines import summarise
-from cricket_attn.simulation.match import StateError
+from cricket_attn.simulation.match import BYTES_A_SIMULATION, StateError
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import not_simulated
 
@@ -348,8 +348,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+# What is kept of one simulation of a match before its first ball with its players' figures (about 20 players'
+# runs, balls, fours, sixes, wickets, ... each), beside its two innings' states (`match.BYTES_A_SIMULATION` each).
+PLAYER_BYTES_A_SIMULATION = 2048
+
+
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
+    # One match is simulated at a time (the finished ones are kept on disk): refused before any work where its
+    # simulations would not fit. With the players, each is simulated twice.
+    per_unit = (2 * (2 * BYTES_A_SIMULATION + PLAYER_BYTES_A_SIMULATION)) if args.players else 2 * BYTES_A_SIMULATION
+    check_memory("--sims", args.sims, per_unit=per_unit)
     tracking.check_tracking_uri(args.tracking_uri)
     trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
     d, listed = tables.deliveries, tables.matches

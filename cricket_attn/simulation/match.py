@@ -184,6 +184,14 @@ MAX_ROWS = 4096
 BYTES_A_SIMULATION = 2048
 
 
+def most_states(deliveries: pd.DataFrame, every_ball: bool = False) -> int:
+    """The most states one match of `deliveries` is simulated from: each over start (`every_ball`: each ball)
+    of each innings and its end; a match before its first ball, one for each side batting first."""
+    per_innings = deliveries.groupby(["match_id", "innings"], observed=True)["is_legal"]
+    states = (per_innings.size() if every_ball else per_innings.sum() // 6) + 2
+    return max(int(states.groupby(level="match_id", observed=True).sum().max()) if len(states) else 0, 2)
+
+
 def roll_in_chunks(
     sim: Simulator,
     states: InningsState,

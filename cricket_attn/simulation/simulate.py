@@ -39,6 +39,7 @@ from cricket_attn.simulation.match import (
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
     MatchContext,
+    most_states,
     project_match,
 )
 from cricket_attn.simulation.plots import plot_before, plot_match
@@ -256,11 +257,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
     # One match's states are simulated together (rolled in chunks, `match.MAX_ROWS`); what is kept of each
     # simulation grows with --sims: refused before the model runs where it would not fit.
-    d = tables.deliveries
-    per_innings = d.groupby(["match_id", "innings"], observed=True)["is_legal"]
-    states = (per_innings.size() if args.every_ball else per_innings.sum() // 6) + 2
-    most = int(states.groupby(level="match_id", observed=True).sum().max()) if len(states) else 0
-    most = max(most, 2 if before else 0)  # a match before its first ball: one state for each side batting first
+    most = most_states(tables.deliveries, args.every_ball)
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")

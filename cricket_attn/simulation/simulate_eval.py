@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from cricket_attn import tracking
+from cricket_attn import cli, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.cli import run_command
 from cricket_attn.config import DEFAULT_TRACKING_URI
@@ -28,7 +28,7 @@ from cricket_attn.metrics import markdown_table, save_figure
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
 from cricket_attn.simulation.against_baselines import evaluate
-from cricket_attn.simulation.match import project_match
+from cricket_attn.simulation.match import BYTES_A_SIMULATION, most_states, project_match
 from cricket_attn.simulation.plots import plot_match
 from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
@@ -176,6 +176,11 @@ def run(args: argparse.Namespace) -> str:
     if args.matches:
         test_ids = test_ids[: args.matches]
         d = d[(d["season"] <= args.train_until) | d["match_id"].astype(str).isin(test_ids)]
+    # One match's states are simulated together, each of its simulations kept to its end: refused before the
+    # model runs where the most simulations asked of one state would not fit.
+    most = most_states(d[d["match_id"].astype(str).isin(test_ids)])
+    for flag in ("--sims", "--check-sims", "--who-sims"):
+        cli.check_memory(flag, getattr(args, flag[2:].replace("-", "_")), per_unit=2 * most * BYTES_A_SIMULATION)
     torch.set_grad_enabled(False)
     if args.recent_level is None:
         args.recent_level = level_by_default(trained.encoder)

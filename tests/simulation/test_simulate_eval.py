@@ -111,3 +111,27 @@ def test_a_count_out_of_range_is_refused_by_name_before_anything_is_read(flag, v
 def test_counts_in_range_are_taken():
     args = parse_args(["--model", "m.ckpt", "--matches", "5", "--sims", "1", "--check-sims", "0", "--plots", "0"])
     assert (args.matches, args.sims, args.check_sims, args.plots, args.who_sims) == (5, 1, 0, 0, 0)
+
+
+@pytest.mark.parametrize("flag", ["--sims", "--check-sims", "--who-sims"])
+def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_runs(
+    tracked_run, tmp_path, capsys, monkeypatch, flag
+):
+    """A count of simulations whose states would not fit (1e12 of every state of a match) is one line naming the
+    flag, the estimate and the most this machine takes, before the simulator is built; nothing is written."""
+    import re
+
+    from cricket_attn.simulation import simulate_eval
+
+    monkeypatch.setattr(simulate_eval.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
+    out = tmp_path / "sim"
+    argv = ["--model", tracked_run["results"]["checkpoint"], "--sources", str(FIXTURES), "--out", str(out)]
+    argv += ["--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", flag, "1000000000000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after MLflow's lines on making the store
+    assert re.fullmatch(
+        rf"cricket-attn-simulate-eval: {flag} 1,000,000,000,000: would need about [\d,.]+ TiB of memory, more than "
+        r"the [\d.]+ GiB free here; at most [\d,]+ on this machine now",
+        err,
+    )
+    assert not out.exists()
