@@ -62,6 +62,29 @@ def test_a_player_asked_for_by_an_older_name_is_found_under_his_id(tracked_run, 
     assert set(table["player"]) == {"Navdeep Saini", "NA Saini"}  # as written each season
 
 
+def test_a_player_named_without_a_registry_id_is_one_player(tracked_run, tmp_path, capsys):
+    """Issue 53's "Q de Kock" split in two: one fixture match written without its registry beside the others
+    that have it; AD Russell is one player under his registry id, with every ball of his, and the summary
+    says what was done."""
+    import shutil
+
+    folder = tmp_path / "matches"
+    shutil.copytree(FIXTURES, folder)
+    doc = json.loads((folder / "1473438.json").read_text())
+    del doc["info"]["registry"]
+    (folder / "1473438.json").write_text(json.dumps(doc))
+    tables = {}
+    for name, source in (("whole", FIXTURES), ("without", folder)):
+        out = tmp_path / f"{name}.csv"
+        argv = ["--model", tracked_run["results"]["checkpoint"], "--out", str(out), "--player", "AD Russell"]
+        assert main([*argv, "--boot", "100", "--no-mlflow", str(source)]) == 0, capsys.readouterr().err
+        tables[name] = pd.read_csv(out).set_index(["role", "season"])
+        printed = capsys.readouterr().out
+    assert "note: registry ids by name: " in printed
+    assert set(tables["without"]["player_id"]) == {"bbd41817"}  # not a second player keyed by his name
+    assert tables["without"]["balls"].to_dict() == tables["whole"]["balls"].to_dict()  # every ball of his
+
+
 def test_a_name_is_one_player_unless_two_registry_ids_share_it(deliveries):
     trained = tiny_model(deliveries, "records")
     d = deliveries.copy()
