@@ -382,3 +382,31 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
         assert main([*args_list(checkpoint, tmp_path / "x.csv"), *wrong]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"cricket-attn-simulate: {message}") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("table", ["projections", "players"])
+def test_a_probability_that_is_not_a_number_is_refused_and_the_old_output_kept(
+    checkpoint, tmp_path, capsys, monkeypatch, table
+):
+    """What an overflow in a setting did (issue 53): a win probability or a player's chance that is not a
+    number is one line naming the match, before either file is written; the previous output stays."""
+    from cricket_attn.simulation import simulate
+
+    real = simulate.project_match
+
+    def one_nan(*args, **kwargs):
+        projections, lines = real(*args, **kwargs)
+        if table == "projections":
+            projections.loc[projections.index[0], "win_probability"] = float("nan")
+        else:
+            lines.loc[lines.index[0], "p_50"] = float("nan")
+        return projections, lines
+
+    monkeypatch.setattr(simulate, "project_match", one_nan)
+    out, players = tmp_path / "out.csv", tmp_path / "players.csv"
+    out.write_text("previous results")
+    argv = ["--model", checkpoint, "--out", str(out), "--players-out", str(players), "--sims", "2"]
+    assert main([*argv, "--recent-level", "0", str(FIXTURES / "1473438.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "have probabilities that are not numbers in [0, 1]" in err[0] and "1473438" in err[0]
+    assert out.read_text() == "previous results" and not players.exists()
