@@ -547,6 +547,7 @@ def test_a_model_that_is_a_folder_is_called_one(tmp_path, capsys):
     ]
 
 
+@pytest.mark.e2e  # trains a run
 def test_a_model_reading_histories_takes_them_from_the_history_data(tmp_path, capsys):
     """With --history, a match is scored with its players' earlier balls from that data, exactly as
     when every match is known at once; with only the match itself, its players have no history. Without

@@ -146,6 +146,7 @@ def test_features_are_pre_ball_and_frequency_table_falls_back_to_the_mix(deliver
     assert np.allclose(unseen[0], table.prior)
 
 
+@pytest.mark.e2e  # fits and scores the four baselines end to end
 def test_with_records_each_ball_reads_only_the_matches_before_its_own(deliveries, tmp_path):
     """data.records: the baselines read each key's record as of the ball's day, so a training match's
     outcomes reach the balls after it and no ball before it; rates fitted on the seasons reach both. End
@@ -236,6 +237,7 @@ def test_against_must_name_a_run_of_the_store_with_a_test_report(tmp_path, capsy
     assert not client.search_runs([e.experiment_id for e in client.search_experiments()], "tags.baseline != ''")
 
 
+@pytest.mark.e2e  # trains two runs
 def test_the_baselines_pair_with_the_last_run_on_their_own_data(tmp_path, phases):
     """Two real runs in one store: one on the IPL fixtures, then one on them and five other leagues'
     matches, which finishes later. The baselines on the IPL fixtures pair with the IPL run (their tables'
