@@ -76,26 +76,30 @@ def setting_keys(tree: dict, prefix: str = "") -> list[str]:
 def test_the_recipe_names_every_setting_make_main_and_make_leagues_use():
     """docs/recipe.md is the one page a newcomer learns the model from (issue 54): every key of the composed
     training config (conf/config.yaml with its groups, t20's data), of conf/baselines.yaml, and every setting the
-    Makefile's leagues stages add, is named there in backticks: by its whole key, a group above it (`paths.*`), or
-    a part of its path in a row of its group."""
+    Makefile's leagues stages add, is named there in backticks: by its whole key, the end of its path (its own
+    name in a row of its group, `models.marginal`), or a group written as `paths.*`."""
     import re
 
     from hydra import compose, initialize_config_dir
 
     ticked = re.findall(r"`([^`]+)`", (Path(__file__).parents[1] / "docs" / "recipe.md").read_text())
-    named = {word.removesuffix(".*") for text in ticked for word in re.split(r"[\s,=:()\[\]]+", text) if word}
+    named = {word for text in ticked for word in re.split(r"[\s,=:()\[\]]+", text) if word}
+    groups = {word.removesuffix(".*") for word in named if word.endswith(".*")}  # `paths.*`: every key under it
     keys = []
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for name, overrides in (("config", []), ("config", ["data=t20"]), ("baselines", [])):
             keys += setting_keys(OmegaConf.to_container(compose(config_name=name, overrides=overrides)))
     makefile = (Path(__file__).parents[1] / "Makefile").read_text()
     leagues = makefile.split("\nleagues:", 1)[1].split("\n\n", 1)[0]
-    keys += [token.split("=", 1)[0].strip("'") for token in leagues.split() if "=" in token and "$" not in token]
-    assert "refit_from" in keys and "data.train_competitions" in keys  # the Makefile's settings were read
+    settings = [token.split("=", 1)[0].strip("'") for token in leagues.split() if "=" in token]
+    stages = [key for key in settings if "$" not in key and key not in ("hydra.run.dir", "resume")]
+    assert {"refit_from", "refit_epochs", "init_from", "data.train_competitions"} <= set(stages)  # the Makefile read
+    keys += stages
 
-    def named_in_recipe(key: str) -> bool:  # the key, a group above it, or a part of its path (`models.marginal`)
+    def named_in_recipe(key: str) -> bool:  # its name or the end of its path (`models.marginal`), or `group.*`
         parts = key.split(".")
-        return any(".".join(parts[i:j]) in named for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+        ends = {".".join(parts[i:]) for i in range(len(parts))}
+        return bool(ends & named) or any(".".join(parts[:i]) in groups for i in range(1, len(parts)))
 
     missing = sorted({key for key in keys if not named_in_recipe(key)})
     assert not missing, f"docs/recipe.md does not name: {missing}"

@@ -177,6 +177,9 @@ PLAYER_FIGURES = ("runs", "wickets")
 LINE_FIGURES = tuple(f"{f}_q{q}" for f in PLAYER_FIGURES for q in (10, 50, 90))
 DRAWS = tuple(f"{f}_draws" for f in PLAYER_FIGURES)  # a forecast's values, one per simulation or earlier match
 LAST = 10  # the empirical baseline: a player's figures in his last this many matches in an XI
+# What one simulation of a match keeps to the report: each listed player's runs and wickets (8 bytes each), of 22
+# or so players, with their XIs known and unknown.
+KEPT_BYTES_A_SIMULATION = 24 * len(PLAYER_FIGURES) * 2 * 8
 
 
 def draw_lines(sides: list[tuple[dict, str, dict]]) -> pd.DataFrame:
@@ -348,17 +351,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-# What is kept of one simulation of a match before its first ball with its players' figures (about 20 players'
-# runs, balls, fours, sixes, wickets, ... each), beside its two innings' states (`match.BYTES_A_SIMULATION` each).
-PLAYER_BYTES_A_SIMULATION = 2048
-
-
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
-    # One match is simulated at a time (the finished ones are kept on disk): refused before any work where its
-    # simulations would not fit. With the players, each is simulated twice.
-    per_unit = (2 * (2 * BYTES_A_SIMULATION + PLAYER_BYTES_A_SIMULATION)) if args.players else 2 * BYTES_A_SIMULATION
-    check_memory("--sims", args.sims, per_unit=per_unit)
+    # One match is simulated at a time (the finished ones are kept on disk), its two innings' states held while
+    # it runs, twice with the players (their XIs known and unknown): refused before anything is read where that
+    # would not fit; with the players, again once the matches are known (each one's draws are kept to the end).
+    running = (2 if args.players else 1) * 2 * BYTES_A_SIMULATION
+    check_memory("--sims", args.sims, per_unit=running)
     tracking.check_tracking_uri(args.tracking_uri)
     trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
     d, listed = tables.deliveries, tables.matches
@@ -375,6 +374,8 @@ def run(args: argparse.Namespace) -> str:
         raise ValueError(f"--test {args.test}: no match of these seasons to score before its first ball")
     baselines = BeforeBaselines(book, matches, games, args.train_until)
     test = games[scored].assign(**baselines.probabilities(games, scored)).reset_index(drop=True)
+    if args.players:
+        check_memory("--sims", args.sims, per_unit=running + len(test) * KEPT_BYTES_A_SIMULATION)
     torch.set_grad_enabled(False)
     sim = Simulator.build(trained.model, trained.encoder, phases, d)
     done = unfinished_folder(args, trained.model, tables.key, matches, test)

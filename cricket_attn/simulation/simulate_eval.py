@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-from cricket_attn import cli, tracking
+from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.cli import run_command
+from cricket_attn.cli import check_memory, run_command
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.inference.recent import BY_MODEL, level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_with_data
@@ -179,8 +179,8 @@ def run(args: argparse.Namespace) -> str:
     # One match's states are simulated together, each of its simulations kept to its end: refused before the
     # model runs where the most simulations asked of one state would not fit.
     most = most_states(d[d["match_id"].astype(str).isin(test_ids)])
-    for flag in ("--sims", "--check-sims", "--who-sims"):
-        cli.check_memory(flag, getattr(args, flag[2:].replace("-", "_")), per_unit=2 * most * BYTES_A_SIMULATION)
+    for flag, sims in (("--sims", args.sims), ("--check-sims", args.check_sims), ("--who-sims", args.who_sims)):
+        check_memory(flag, sims, per_unit=2 * most * BYTES_A_SIMULATION)
     torch.set_grad_enabled(False)
     if args.recent_level is None:
         args.recent_level = level_by_default(trained.encoder)

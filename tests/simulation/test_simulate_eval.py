@@ -124,6 +124,7 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_r
     from cricket_attn.simulation import simulate_eval
 
     monkeypatch.setattr(simulate_eval.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
+    monkeypatch.setattr(simulate_eval, "since_training", lambda *a, **k: pytest.fail("the model was run"))
     out = tmp_path / "sim"
     argv = ["--model", tracked_run["results"]["checkpoint"], "--sources", str(FIXTURES), "--out", str(out)]
     argv += ["--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", flag, "1000000000000"]
