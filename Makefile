@@ -37,9 +37,9 @@ main: $(STAMP)
 # their records as of the day in every competition): the pooled model with a moving average of its weights
 # (callbacks=ema: steadier from seed to seed, better on every league) on a 12-epoch schedule with one member,
 # refitted by continuing the selected model two epochs with 2024 added (refit_from=selected: 0.0003 worse on
-# 2024 than refitting from scratch, its epochs a sixth of the time; docs/log/2026-11-28.md), then the same fine-tuned
-# on the IPL from its weights, then the baselines on the pooled table, paired with the fine-tuned run (README,
-# "Every men's T20 league").
+# 2024 than refitting from scratch, for a sixth of its epochs' time; docs/log/2026-11-28.md), then the same
+# fine-tuned on the IPL from its weights, then the baselines on the pooled table, paired with the fine-tuned run
+# (README, "Every men's T20 league").
 # Each training stage has its folder under LEAGUES: `make leagues` again continues a stopped stage where it
 # stopped, in the same MLflow run, and keeps a finished one (LEAGUES=<another folder> for a new run).
 LEAGUES ?= $(CURDIR)/outputs/leagues

@@ -64,31 +64,22 @@ def test_a_data_config_reads_as_hydra_composes_it():
     assert project_path("data") == CONF_DIR.parent / "data" and project_path("/x") == Path("/x")
 
 
-def setting_keys(tree: dict, prefix: str = "") -> list[str]:
-    """Every leaf of a config tree as a dotted key."""
-    keys = []
-    for name, value in tree.items():
-        key = f"{prefix}{name}"
-        keys += setting_keys(value, key + ".") if isinstance(value, dict) and value else [key]
-    return keys
-
-
 def test_the_recipe_names_every_setting_make_main_and_make_leagues_use():
     """docs/recipe.md is the one page a newcomer learns the model from (issue 54): every key of the composed
-    training config (conf/config.yaml with its groups, t20's data), of conf/baselines.yaml, and every setting the
+    training config (conf/config.yaml with its groups, t20's data and the weight average), of conf/baselines.yaml,
+    and every setting the
     Makefile's leagues stages add, is named there in backticks: by its whole key, the end of its path (its own
     name in a row of its group, `models.marginal`), or a group written as `paths.*`."""
     import re
 
-    from hydra import compose, initialize_config_dir
+    from tests.test_settings import composed, leaves
 
     ticked = re.findall(r"`([^`]+)`", (Path(__file__).parents[1] / "docs" / "recipe.md").read_text())
     named = {word for text in ticked for word in re.split(r"[\s,=:()\[\]]+", text) if word}
     groups = {word.removesuffix(".*") for word in named if word.endswith(".*")}  # `paths.*`: every key under it
     keys = []
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        for name, overrides in (("config", []), ("config", ["data=t20"]), ("baselines", [])):
-            keys += setting_keys(OmegaConf.to_container(compose(config_name=name, overrides=overrides)))
+    for name, overrides in (("config", []), ("config", ["data=t20", "callbacks=ema"]), ("baselines", [])):
+        keys += leaves(OmegaConf.to_container(composed(name, *overrides), resolve=False))
     makefile = (Path(__file__).parents[1] / "Makefile").read_text()
     leagues = makefile.split("\nleagues:", 1)[1].split("\n\n", 1)[0]
     settings = [token.split("=", 1)[0].strip("'") for token in leagues.split() if "=" in token]

@@ -177,8 +177,8 @@ PLAYER_FIGURES = ("runs", "wickets")
 LINE_FIGURES = tuple(f"{f}_q{q}" for f in PLAYER_FIGURES for q in (10, 50, 90))
 DRAWS = tuple(f"{f}_draws" for f in PLAYER_FIGURES)  # a forecast's values, one per simulation or earlier match
 LAST = 10  # the empirical baseline: a player's figures in his last this many matches in an XI
-# What one simulation of a match keeps to the report: each listed player's runs and wickets (8 bytes each), of 22
-# or so players, with their XIs known and unknown.
+# What one simulation of a match keeps to the report: each listed player's runs and wickets (8 bytes each), of
+# at most 24 players (12 a side), with their XIs known and unknown.
 KEPT_BYTES_A_SIMULATION = 24 * len(PLAYER_FIGURES) * 2 * 8
 
 
