@@ -140,6 +140,8 @@ class CricketDataModule(pl.LightningDataModule):
             if self.encoder.reads_known:
                 self.encoder.attach_known(deliveries)
             train_set = self.encoder.encode(fit_on, out_of_fold=True)
+            # A refit that continues a model on its encoder trains it through a later season than the encoder's.
+            self.encoder.trained_until = int(fit_on["season"].max())
         validation = parts["validation"]
         if self.train_competitions:
             validation = validation[validation["competition"].isin(self.train_competitions)].reset_index(drop=True)
@@ -217,6 +219,16 @@ class CricketDataModule(pl.LightningDataModule):
 
     def state_dict(self) -> dict:
         return {"encoder": self.encoder.to_dict()} if self.encoder else {}
+
+    def same_encoder(self, state: dict | None) -> bool:
+        """Whether a checkpoint's stored module `state` has this module's encoder: the same vocabularies,
+        rates and scaling, whatever season each model was trained until (a refit continuing a model trains
+        it a season further through the same encoder)."""
+
+        def fitted(s: dict | None) -> dict:
+            return {k: v for k, v in (s or {}).get("encoder", {}).items() if k != "trained_until"}
+
+        return fitted(state) == fitted(self.state_dict())
 
     def load_state_dict(self, state: dict) -> None:
         """A resumed run's encoder, from its checkpoint. Histories are not saved with it: after `setup`

@@ -97,6 +97,10 @@ class SequenceEncoder:
     # where scoring reads the earlier matches its records and histories come from, unless told otherwise.
     # None: the embedded IPL archive (an encoder fitted outside a training run).
     sources: list[str] | None = None
+    # The last season the model was trained on, set by the training run: `last_season` (what the features
+    # were fitted to) unless a refit continued a model through a later season on this same encoder. The
+    # seasons the scorebook, the valuation and `balls_since` take as the model's own.
+    trained_until: int | None = None
 
     @classmethod
     def fit(cls, train: pd.DataFrame, min_count: int | None = 20, rate_strength: float = 200.0) -> SequenceEncoder:
@@ -144,6 +148,7 @@ class SequenceEncoder:
             std=np.ones(0),
             first_season=int(train["season"].min()),
             last_season=int(train["season"].max()),
+            trained_until=int(train["season"].max()),
             history_balls=history_balls,
             first_innings=first_innings,
             records=None if records is None else RecordSettings(**records).to_dict(),
@@ -383,6 +388,7 @@ class SequenceEncoder:
             "records": self.records,
             "record_competitions": self.record_competitions,
             "sources": self.sources,
+            "trained_until": int(self.trained_until),
         }
 
     @classmethod
@@ -417,6 +423,7 @@ class SequenceEncoder:
             records=d["records"],
             record_competitions=d["record_competitions"],
             sources=d["sources"],
+            trained_until=d["trained_until"],
         )
 
     def model_dims(self) -> dict:
@@ -439,7 +446,7 @@ class SequenceEncoder:
 ENCODER_KEYS = (
     "batters", "bowlers", "venues", "rates", "mean", "std", "first_season", "last_season", "quantiles",
     "history_balls", "first_innings", "competitions", "team_types", "names", "records", "record_competitions",
-    "sources",
+    "sources", "trained_until",
 )  # fmt: skip
 
 

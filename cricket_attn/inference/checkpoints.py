@@ -19,7 +19,7 @@ PREFIX = "model."  # the weights' keys in a checkpoint: the LightningModule's `m
 # The layout of a checkpoint this version writes and reads, under FORMAT_KEY: raise it when the model's
 # settings, the weights' names or the stored encoder change so that an older checkpoint would not load as
 # it was trained. An older one is refused in one line naming its format; there are no readers of old ones.
-FORMAT, FORMAT_KEY = 1, "cricket_attn_format"
+FORMAT, FORMAT_KEY = 2, "cricket_attn_format"  # 2: the encoder keeps `trained_until` (2026-11-28)
 
 
 class CheckpointError(ValueError):

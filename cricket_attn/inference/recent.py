@@ -136,7 +136,7 @@ def balls_since(
     them from `deliveries`."""
     if not encoder.known_attached:
         encoder.attach_known(deliveries)
-    since = deliveries[(deliveries["season"] > encoder.last_season) & ~deliveries["is_super_over"].astype(bool)]
+    since = deliveries[(deliveries["season"] > encoder.trained_until) & ~deliveries["is_super_over"].astype(bool)]
     columns = ["match_id", "batter", "bowler", "outcome", *PROB_COLUMNS]
     if since.empty:
         return pd.DataFrame(columns=columns), pd.Series(dtype="datetime64[ns]")

@@ -105,11 +105,11 @@ class Simulator:
         usage from all of them (each match reads only the matches before its own), `spread` and `form`."""
         if not encoder.known_attached:
             encoder.attach_known(known)  # each match reads only the matches before its own
-        seasons = known["season"].between(encoder.first_season, encoder.last_season)
+        seasons = known["season"].between(encoder.first_season, encoder.trained_until)
         if not seasons.any():
             raise ValueError(
                 f"no known deliveries from the model's training seasons {encoder.first_season}-"
-                f"{encoder.last_season} to fit the scorebook on"
+                f"{encoder.trained_until} to fit the scorebook on"
             )
         return cls(
             model, encoder, phases, Scorebook.fit(known[seasons]), BowlingUsage.build(known), spread=spread, form=form

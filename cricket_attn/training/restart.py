@@ -81,7 +81,7 @@ def load_start(module: BallOutcomeModule, dm: CricketDataModule, path: str) -> N
     """Give `module` the weights of the checkpoint `path`, which must have been fitted with the same
     encoder (vocabularies, rates and scaling): the same data, split and data settings."""
     source, ckpt = load_checkpoint(path)
-    if ckpt.get("CricketDataModule") != dm.state_dict():
+    if not dm.same_encoder(ckpt.get("CricketDataModule")):
         raise ConfigError(
             f"init_from: {path} was fitted with another encoder; its run must have the same data.sources, "
             "data.split and the data settings that shape the features (min_count, rate_strength, history_balls, ...)"

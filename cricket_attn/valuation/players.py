@@ -149,11 +149,11 @@ def value_matches(
     With `matches` (the matches table of `known`: their results), also the win probability added, by a
     `WinModel` fitted on the known matches of the training seasons."""
     known = deliveries if known is None else known
-    fitted = known[known["season"].between(trained.encoder.first_season, trained.encoder.last_season)]
+    fitted = known[known["season"].between(trained.encoder.first_season, trained.encoder.trained_until)]
     if fitted.empty:
         raise ValueError(
             f"no deliveries of the model's training seasons ({trained.encoder.first_season}-"
-            f"{trained.encoder.last_season}) to learn what each outcome is worth from: give them as known matches"
+            f"{trained.encoder.trained_until}) to learn what each outcome is worth from: give them as known matches"
         )
     win = None if matches is None else WinModel.fit(fitted, matches, seed)
     balls = ball_values(trained, deliveries, ClassValues.fit(fitted), known, win, matches)

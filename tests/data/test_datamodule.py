@@ -49,6 +49,7 @@ def test_splits_and_refit(data_config, tmp_path):
     dm = make(data_config, tmp_path)
     refit = make(data_config, tmp_path, refit=True)
     assert dm.encoder.last_season == 2023 and refit.encoder.last_season == 2024
+    assert (dm.encoder.trained_until, refit.encoder.trained_until) == (2023, 2024)
     # Refit trains on training + validation seasons; the test seasons are never fitted on.
     assert n_balls(refit, "train") == n_balls(dm, "train") + n_balls(dm, "validation")
     assert n_balls(refit, "test") == n_balls(dm, "test")

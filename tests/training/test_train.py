@@ -100,6 +100,10 @@ def test_a_refit_from_the_selected_model_continues_it_with_its_own_encoder(tmp_p
     """refit_from=selected: each member starts from the selected model's weights (not a fresh model) and
     trains refit_epochs more epochs on the training and validation seasons, reading its features through the
     selection's encoder (fitted to 2023) as the selected model learnt them; the test report scores it."""
+    import hydra
+
+    from cricket_attn.data.deliveries import load_tables
+    from cricket_attn.inference.recent import balls_since
     from cricket_attn.inference.serving import from_checkpoint
     from cricket_attn.training.lit_module import load_checkpoint
 
@@ -113,14 +117,22 @@ def test_a_refit_from_the_selected_model_continues_it_with_its_own_encoder(tmp_p
     for member, _ in members:  # one epoch on from the selected weights: moved, and still theirs (a fresh start: r ~ 0)
         assert not torch.equal(flat(member), flat(selected))
         assert torch.corrcoef(torch.stack([flat(member), flat(selected)]))[0, 1] > 0.9
-    assert from_checkpoint(results["checkpoint"]).encoder.last_season == 2023  # the selection's encoder
+    continued = from_checkpoint(results["checkpoint"])
+    # The selection's encoder (fitted to 2023), the model trained through 2024: what the scorebook, the
+    # valuation and the balls after its training (below) take as its own seasons.
+    assert (continued.encoder.last_season, continued.encoder.trained_until) == (2023, 2024)
+    data = hydra.utils.instantiate(tiny_train_config(tmp_path, *overrides).data)
+    deliveries = load_tables(data.sources, data.phases, data.data_dir).deliveries
+    _, dates = balls_since(continued.model, continued.encoder, deliveries)
+    after = deliveries[deliveries["match_id"].astype(str).isin(dates.index)]
+    assert len(dates) and set(after["season"]) == set(deliveries.loc[deliveries["season"] > 2024, "season"])
     assert math.isfinite(results["test/log_loss"]) and 1.0 < results["test/log_loss"] < 2.5
     # A run started from it (make leagues' fine-tune): its refit members start from these, through their encoder
     # (a refit encoder fitted afresh to 2024 would not read their features as they learnt them: refused).
     still = ("~logger", f"data.data_dir={tmp_path / 'data'}", "optim.lr=1e-12", "optim.weight_decay=0")
     tuned = train(tiny_train_config(tmp_path / "tuned", *still, f"init_from={tmp_path / 'run'}", "ensemble=2"))
     final = from_checkpoint(tuned["checkpoint"])
-    assert final.encoder.last_season == 2023
+    assert (final.encoder.last_season, final.encoder.trained_until) == (2023, 2024)
     for tuned_member, (member, _) in zip(final.model.members, members, strict=True):
         assert torch.allclose(torch.cat([p.flatten() for p in tuned_member.parameters()]), flat(member), atol=1e-6)
 
