@@ -1,6 +1,6 @@
 """The record's analysis scripts (docs/analyses/) still run against today's package: each answers `--help`,
-and every name each imports from cricket_attn, at the top or inside a function, exists. (Their full runs need
-trained models and the whole archive: the record says which.)"""
+every name each imports from cricket_attn, at the top or inside a function, exists, and each runs on a tiny
+run over the fixture matches (their full runs need trained models and the whole archive: the record says which)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import FIXTURES, empty_store
+
 ANALYSES = sorted((Path(__file__).parents[1] / "docs" / "analyses").glob("*.py"))
+
+
+def analysis(name: str):
+    """The script `docs/analyses/<name>.py` loaded as `python docs/analyses/<name>.py` loads it (in this process:
+    the imports are the suite's own)."""
+    script = next(p for p in ANALYSES if p.name == f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"analysis_{script.stem}", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_analysis(name: str, argv: list, monkeypatch, capsys) -> str:
+    """What `python docs/analyses/<name>.py *argv` prints."""
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *map(str, argv)])
+    analysis(name).main()
+    return capsys.readouterr().out
 
 
 def test_there_are_analyses():
@@ -37,10 +56,7 @@ def test_an_analysis_imports_only_what_exists(script):
 
 @pytest.mark.parametrize("script", ANALYSES, ids=lambda p: p.name)
 def test_an_analysis_answers_help(script, monkeypatch, capsys):
-    """Loaded as `python docs/analyses/<script>` loads it (in this process: the imports are the suite's own)."""
-    spec = importlib.util.spec_from_file_location(f"analysis_{script.stem}", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = analysis(script.stem)
     monkeypatch.setattr(sys, "argv", [str(script), "--help"])
     with pytest.raises(SystemExit) as done:
         module.main()
@@ -51,10 +67,8 @@ def test_an_analysis_answers_help(script, monkeypatch, capsys):
 def test_the_calibration_before_the_first_ball_is_fitted_on_the_validation_season_alone(tmp_path, monkeypatch, capsys):
     """A simulator whose chances are 0.5 where the chasing side wins about 70% of the validation season: b moves
     them to that season's rate, and the same b (not refitted) is what the test's chances get."""
+    module = analysis("before_calibration")
     script = next(p for p in ANALYSES if p.name == "before_calibration.py")
-    spec = importlib.util.spec_from_file_location("analysis_before_calibration", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     rng = np.random.default_rng(0)
     for name, rate in (("validation", 0.7), ("test", 0.4)):
         won = (rng.random(400) < rate).astype(float)
@@ -74,3 +88,52 @@ def test_the_calibration_before_the_first_ball_is_fitted_on_the_validation_seaso
     test = out[out.index("test: 400 matches") :]
     calibrated = float(test.split("| simulator_calibrated | ")[1].split(" |")[0])  # its Brier on the test
     assert calibrated > 0.25  # the validation's shift, wrong for the test's rate: worse than a coin there
+
+
+def test_the_analyses_run_on_a_fixture_run(tracked_run, tmp_path, monkeypatch, capsys):
+    """Each analysis that reads models, scored tables or simulations runs on the tiny run over the fixture matches
+    (refitted through 2024; its selected model, fitted to 2023, is the model a season back) and answers with its
+    tables: a model paired with itself is level to the last digit."""
+    from cricket_attn.data.deliveries import config_tables
+    from cricket_attn.inference.serving import from_checkpoint
+    from cricket_attn.simulation.simulate_eval import main as simulate_eval
+
+    model = tracked_run["results"]["checkpoint"]
+    (season_back,) = (tracked_run["folder"] / "run" / "checkpoints").glob("best-*.ckpt")
+    data = ["--sources", FIXTURES]
+
+    out = run_analysis("arms", ["--split", "test", "--arm", f"a={model}", "--arm", f"b={model}", "--n-boot", 50, *data],
+                       monkeypatch, capsys)  # fmt: skip
+    assert "test (2025, 2026), 5 matches" in out and "| b | +0.00000 [+0.00000, +0.00000] |" in out
+
+    d = config_tables("ipl", [str(FIXTURES)]).deliveries
+    scored = from_checkpoint(model).score(d[d["season"] >= 2025])
+    scored.to_parquet(tmp_path / "a.parquet")
+    out = run_analysis("leagues", ["--pooled", tmp_path / "a.parquet", "--against", f"same={tmp_path / 'a.parquet'}",
+                                   "--data", "ipl", "--min-matches", 1, *data], monkeypatch, capsys)  # fmt: skip
+    assert "#### IPL (2025-2026): 5 matches" in out and "| same - pooled [95% CI] | +0.0000 [+0.0000, +0.0000] |" in out
+
+    out = run_analysis("since_training", ["--model", model, "--seasons", 2025, 2026, *data], monkeypatch, capsys)
+    assert f"{len(scored):,} balls of [2025, 2026]" in out and "players' form" in out
+
+    out = run_analysis("form", ["--model", model, "--season-back-model", season_back, *data], monkeypatch, capsys)
+    assert "balls chosen on 2024:" in out  # 2024's 3 matches by the model a season back, 2025-2026's 5 by the model
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [row[:3] for row in rows] == [["2024", "so", "far"], ["2024", "oracle", "745"],
+                                         ["2025-2026", "so", "far"], ["2025-2026", "oracle", "1,200"]]  # fmt: skip
+
+    out = run_analysis("bowler_rule", ["--model", model, "--seasons", 2025, *data], monkeypatch, capsys)
+    assert "| 2025 | 111 |" in out  # the overs after each innings' first, of 2025's 3 matches
+
+    uri = empty_store(tmp_path)
+    sim = ["--model", model, "--sims", "4", "--plots", "0", "--check-sims", "0", "--tracking-uri", uri, *map(str, data)]
+    assert simulate_eval([*sim, "--out", str(tmp_path / "sim")]) == 0
+    capsys.readouterr()
+    out = run_analysis("win_model", ["--chases", tmp_path / "sim" / "chases.parquet", *data], monkeypatch, capsys)
+    assert out.startswith("93 chase over starts of 5 matches")
+    assert "| simulator |" in out and "| logistic |" in out
+    out = run_analysis("paired_simulations", [tmp_path / "sim", tmp_path / "sim"], monkeypatch, capsys)
+    lines = out.splitlines()  # a run paired with itself: level in every figure
+    assert len(lines) == 5 and all("+0.00" in line and " -> " in line for line in lines)
+    before, after = out.split("Brier: ")[1].split(",")[0].split(" -> ")
+    assert before == after and "+0.0000 [+0.0000, +0.0000]" in lines[0]

@@ -15,12 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from omegaconf import OmegaConf
 
 from cricket_attn import progress
 from cricket_attn.atomic import atomic_path
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.cricsheet import DELIVERY_FIELDS, MatchFileError, ParsedMatch, parse_match
 from cricket_attn.data.sources import (
     MatchFile,
+    configured_sources,
     default_archive,
     iter_match_files,
     resolve_source,
@@ -265,6 +268,14 @@ def _fingerprint(sources: Sequence[Path], phases: PhaseRules) -> str:
         else:
             digest.update(sha256_of(source).encode())
     return digest.hexdigest()[:16]
+
+
+def config_tables(data: str = "ipl", sources: Sequence[str] | None = None) -> Ingested:
+    """The tables of the data config `conf/data/<data>.yaml`: its sources (or `sources` instead, as a
+    command's arguments name them), read with its phase rules into its cache folder."""
+    cfg = load_data_config(data)
+    phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
+    return load_tables(list(sources) if sources else configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
 
 
 def load_tables(

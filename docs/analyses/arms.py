@@ -22,9 +22,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.config import load_data_config
+from cricket_attn.data.deliveries import config_tables
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import KEY_COLUMNS, match_bootstrap, per_ball_log_loss, score
@@ -36,13 +35,12 @@ def main() -> None:
     p.add_argument("--split", default="validation", choices=["validation", "test"])
     p.add_argument("--season", type=int, action="append", help="these seasons' balls instead of a split's")
     p.add_argument("--data", default="ipl")
+    p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
     p.add_argument("--competition", help="only this competition's balls")
     p.add_argument("--n-boot", type=int, default=2000)
     args = p.parse_args()
     cfg = load_data_config(args.data)
-    phases = PhaseRules.from_config(cfg.phases)
-    tables = load_tables(configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
-    d = tables.deliveries
+    d = config_tables(args.data, args.sources).deliveries
     part = d[d["season"].isin(args.season)] if args.season else SeasonSplit.from_config(cfg.split).split(d)[args.split]
     if args.competition:
         part = part[part["competition"].astype(str) == args.competition]
@@ -53,7 +51,7 @@ def main() -> None:
         for path in paths.split(","):
             trained = load_trained(path)
             if trained.encoder.reads_known:
-                trained.encoder.attach_known(tables.deliveries)
+                trained.encoder.attach_known(d)
             arms[name].append(trained.score(part))
     seasons = ", ".join(sorted(map(str, part["season"].unique())))
     print(f"{args.split if not args.season else 'seasons'} ({seasons}), {part['match_id'].nunique()} matches")

@@ -15,9 +15,8 @@ import argparse
 
 from omegaconf import OmegaConf
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.config import load_data_config
+from cricket_attn.data.deliveries import PhaseRules, config_tables
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import markdown_table
 from cricket_attn.simulation.realism import bowler_rule_fit
@@ -28,13 +27,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True)
     p.add_argument("--data", default="ipl")
+    p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
     p.add_argument("--seasons", type=int, nargs="+", default=[2023, 2024])
     p.add_argument("--competition", help="only this competition's innings are scored")
     args = p.parse_args()
     trained = load_trained(args.model)
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    tables = load_tables(configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
+    tables = config_tables(args.data, args.sources)
     d = tables.deliveries
     sim = Simulator.build(trained.model, trained.encoder, phases, d)
     shown = d[d["season"].isin(args.seasons)]

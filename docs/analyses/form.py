@@ -34,9 +34,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.data.deliveries import config_tables
 from cricket_attn.inference.form import ROLES, PlayerForm, ball_losses, fit_weights
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import PROB_COLUMNS, labels_of, match_bootstrap
@@ -76,12 +74,11 @@ def main() -> None:
     p.add_argument("--model", required=True, help="the default fitted through 2024")
     p.add_argument("--season-back-model", required=True, help="the default fitted through 2023")
     p.add_argument("--data", default="ipl", help="the data config the models were trained on (default ipl)")
+    p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
     p.add_argument("--competition", help="score and measure this competition's balls only")
     args = p.parse_args()
     torch.set_grad_enabled(False)
-    cfg = load_data_config(args.data)
-    sources = configured_sources(cfg.get("sources"))
-    d = load_tables(sources, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)).deliveries
+    d = config_tables(args.data, args.sources).deliveries
     d = d[~d["is_super_over"].astype(bool)]
     known = d
     if args.competition:

@@ -22,9 +22,7 @@ import argparse
 
 import pandas as pd
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.data.deliveries import config_tables
 from cricket_attn.metrics import (
     KEY_COLUMNS,
     markdown_table,
@@ -38,12 +36,9 @@ IPL = "Indian Premier League"
 RATES = {"wickets": "wicket", "fours": "4", "sixes": "6"}
 
 
-def matches_of(data: str) -> pd.DataFrame:
+def matches_of(data: str, sources: list[str] | None = None) -> pd.DataFrame:
     """Each match's competition and season by match_id, from the data config's tables (its parquet cache)."""
-    cfg = load_data_config(data)
-    tables = load_tables(
-        configured_sources(cfg.sources), PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)
-    )
+    tables = config_tables(data, sources)
     return tables.matches.set_index(tables.matches["match_id"].astype(str))[["competition", "season"]]
 
 
@@ -85,10 +80,11 @@ def main() -> None:
     parser.add_argument("--against", action="append", default=[], metavar="LABEL=FILE", help="a model to pair")
     parser.add_argument("--data", default="t20", help="the data config whose tables name the competitions")
     parser.add_argument("--min-matches", type=int, default=20)
+    parser.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or files (default: the data config's)")
     parser.add_argument("--season", type=int, action="append", help="only these seasons (default: all scored)")
     args = parser.parse_args()
 
-    matches = matches_of(args.data)
+    matches = matches_of(args.data, args.sources)
     read = lambda path: pd.read_parquet(path).astype({"match_id": str})
     pooled = read(args.pooled)
     for column in ("competition", "season"):  # predict's output has neither

@@ -15,8 +15,7 @@ import argparse
 import numpy as np
 import torch
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.data.deliveries import config_tables
 from cricket_attn.inference.form import PlayerForm
 from cricket_attn.inference.recent import STRENGTH, balls_since, match_offsets, with_offsets
 from cricket_attn.inference.serving import load_trained
@@ -27,11 +26,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True)
     p.add_argument("--seasons", type=int, nargs="+", required=True, help="seasons after the model's training seasons")
+    p.add_argument("--data", default="ipl")
+    p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
     args = p.parse_args()
     torch.set_grad_enabled(False)
     trained = load_trained(args.model)
-    cfg = load_data_config("ipl")
-    d = load_tables(None, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)).deliveries
+    d = config_tables(args.data, args.sources).deliveries
     d = d[d["season"] <= max(args.seasons)]  # later matches teach nothing about these
     balls, dates = balls_since(trained.model, trained.encoder, d)
     levels = match_offsets(balls, dates, STRENGTH)

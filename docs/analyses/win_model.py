@@ -16,9 +16,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.sources import configured_sources
+from cricket_attn.data.deliveries import config_tables
 from cricket_attn.metrics import binary_brier, markdown_table, match_bootstrap
 from cricket_attn.valuation.win import WinModel
 
@@ -28,11 +26,9 @@ def main() -> None:
     p.add_argument("--chases", required=True, help="cricket-attn-simulate-eval's chases.parquet")
     p.add_argument("--train-until", type=int, default=2024)
     p.add_argument("--data", default="ipl")
+    p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
     args = p.parse_args()
-    cfg = load_data_config(args.data)
-    tables = load_tables(
-        configured_sources(cfg.sources), PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir)
-    )
+    tables = config_tables(args.data, args.sources)
     d = tables.deliveries[~tables.deliveries["is_super_over"].astype(bool)].reset_index(drop=True)
     win = WinModel.fit(d[d["season"] <= args.train_until], tables.matches)
     keys = ["match_id", "innings", "delivery_index"]
