@@ -275,7 +275,8 @@ def config_tables(data: str = "ipl", sources: Sequence[str] | None = None) -> In
     command's arguments name them), read with its phase rules into its cache folder."""
     cfg = load_data_config(data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
-    return load_tables(list(sources) if sources else configured_sources(cfg.sources), phases, project_path(cfg.data_dir))
+    sources = list(sources) if sources else configured_sources(cfg.sources)
+    return load_tables(sources, phases, project_path(cfg.data_dir))
 
 
 def load_tables(

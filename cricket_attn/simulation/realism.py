@@ -17,7 +17,7 @@ from cricket_attn import progress
 from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.inference.recent import with_offsets
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
+from cricket_attn.simulation.match import innings_points, over_starts, roll_in_chunks, simulate_points
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.scorebook import class_values
@@ -49,7 +49,10 @@ def simulate_from_the_start(
         target = float(first["target_runs"]) if pd.notna(first["target_runs"]) else None
         state = sim.start(setup, n, target)
         bowlers = BowlerChoice.for_innings(state, sim.usage, first["date"])
-        end = sim.for_match(levels, match_id).roll(state, sim.new_caches(), bowlers, generator)
+        # MAX_ROWS simulations at a time (one roll, draw for draw, up to it): a chunk's KV cache, not n's.
+        end = roll_in_chunks(
+            sim.for_match(levels, match_id), state, torch.arange(n), lambda chunk: sim.new_caches(), bowlers, generator
+        )
         real = {
             "runs": inn["runs_total"].sum(),
             "wickets": inn["wicket_count"].sum(),
