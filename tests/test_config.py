@@ -12,7 +12,10 @@ from omegaconf import OmegaConf
 
 from cricket_attn.config import CONF_DIR, load_data_config, project_path
 from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.data.records import RecordSettings
+from cricket_attn.data.teacher import fit_teacher
 from cricket_attn.model import ModelConfig
+from cricket_attn.training.lit_module import BallOutcomeModule
 
 
 def test_the_models_defaults_are_conf():
@@ -52,6 +55,19 @@ def test_the_data_modules_defaults_are_conf():
                 "season_half_life", "teacher", "trees", "records", "competition_min_count")  # fmt: skip
     for name in settings:
         assert getattr(built, name) == getattr(composed, name), name
+
+
+def test_the_other_defaults_in_code_are_conf():
+    """The optimiser's settings of BallOutcomeModule, the records' RecordSettings and the teacher's rate
+    strength, built from Python with their defaults, are conf/'s; the teacher's folds has no default."""
+    optim = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml").optim)
+    module = inspect.signature(BallOutcomeModule).parameters
+    assert optim and {key: module[key].default for key in optim} == optim
+    data = OmegaConf.to_container(load_data_config("ipl"))
+    assert RecordSettings().to_dict() == data["records"]
+    teacher = inspect.signature(fit_teacher).parameters
+    assert teacher["rate_strength"].default == data["rate_strength"]
+    assert teacher["folds"].default is inspect.Parameter.empty
 
 
 def test_a_data_config_reads_as_hydra_composes_it():

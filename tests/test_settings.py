@@ -156,3 +156,35 @@ def test_count_is_an_argparse_type_refusing_by_value(minimum, allowed, text, res
     else:
         with pytest.raises(argparse.ArgumentTypeError, match=f"^{re.escape(result)}$"):
             parse(text)
+
+
+# Presets and compositions that bring the keys a table names beyond the default config's.
+SHIPPED = {
+    "config": [[], ["data=t20", "callbacks=ema"], ["trainer=gpu"], ["trainer=ddp"], ["debug=fast"],
+               ["debug=fast_dev_run"], ["debug=overfit"], ["experiment=equal_seasons"], ["hparams_search=optuna"]],
+    "baselines": [[]],
+    "ablation": [[], ["ablation_set=context"]],
+}  # fmt: skip
+# Keys the tables check that no shipped config sets: each is given with `+` on the command line (a competition's
+# own half-life, a setting of the trees baseline's own over data.trees, four Lightning settings).
+OPTIONAL = ("data.records.competition_half_life_days", "baselines.models.gradient_boosting.", "trainer.min_epochs",
+            "trainer.limit_test_batches", "trainer.accumulate_grad_batches", "trainer.log_every_n_steps")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_every_rule_names_a_key_some_shipped_config_has(name):
+    """The other way round: a rule of a key no shipped config (or preset) sets any more is a setting the code no
+    longer reads, and goes with it; keys added with `+` on the command line are named in OPTIONAL."""
+    from omegaconf import OmegaConf
+
+    keys = set()
+    for overrides in SHIPPED[name]:
+        keys.update(leaves(OmegaConf.to_container(composed(name, *overrides), resolve=False)))
+    stale = [
+        setting[0]
+        for setting in TABLES[name]
+        if setting[0] not in keys
+        and not any(k.startswith(setting[0] + ".") for k in keys)
+        and not setting[0].startswith(OPTIONAL)
+    ]
+    assert stale == []

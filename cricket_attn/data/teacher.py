@@ -60,7 +60,7 @@ class Teacher:
 def fit_teacher(
     d: pd.DataFrame,
     settings: Mapping,
-    folds: int = 5,
+    folds: int,
     seed: int = 0,
     rate_strength: float = 200.0,
     book: RecordBook | None = None,

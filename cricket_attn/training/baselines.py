@@ -67,7 +67,7 @@ class FrequencyTable:
 
     COLUMNS = ("phase", "wickets_before", "ball_in_over")
 
-    def __init__(self, strength: float = 50.0):
+    def __init__(self, strength: float):
         self.strength = strength
 
     def _cells(self, X: pd.DataFrame) -> pd.Series:

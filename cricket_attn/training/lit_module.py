@@ -27,8 +27,8 @@ class BallOutcomeModule(pl.LightningModule):
     def __init__(
         self,
         model: dict,
-        lr: float = 2e-3,
-        weight_decay: float = 0.1,
+        lr: float = 1e-3,  # conf/config.yaml's optim (tests/test_config.py holds them equal)
+        weight_decay: float = 0.3,
         warmup_steps: int = 100,
         min_lr_ratio: float = 0.05,
         betas: tuple[float, float] = (0.9, 0.98),
