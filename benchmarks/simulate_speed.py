@@ -24,8 +24,8 @@ from machine import cpu
 
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
+from cricket_attn.inference.kv_cache import KVCache
 from cricket_attn.inference.serving import load_trained
-from cricket_attn.kv_cache import KVCache
 from cricket_attn.model import Ensemble
 from cricket_attn.simulation.before import project_before
 from cricket_attn.simulation.fantasy import FantasyTable

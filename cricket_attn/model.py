@@ -27,7 +27,7 @@ NUMERIC_EMBEDDINGS = ("mlp", "bins")
 
 
 class Cache(Protocol):
-    """What the model asks of a KV cache (`cricket_attn.kv_cache`, which stores what the model computes): the
+    """What the model asks of a KV cache (`cricket_attn.inference.kv_cache`, which stores what the model computes): the
     balls seen, a layer's keys and values appended, attention over them, the numeric embedding, and context
     from outside the innings encoded once."""
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from cricket_attn.kv_cache import KVCache
+from cricket_attn.inference.kv_cache import KVCache
 from cricket_attn.model import (
     POSITIONAL_PARTS,
     ConfigError,

@@ -18,8 +18,8 @@ FLOORS = (
     ("laws", "atomic", "config", "progress", "settings", "cli"),  # the laws, small helpers, the command-line kit
     ("metrics", "tracking"),
     ("data",),
-    ("model", "kv_cache"),  # the model reads its earlier balls' keys and values from the cache
-    ("inference",),  # what a trained model needs to run: checkpoints, serving, probabilities, attention's statistics
+    ("model",),  # pure PyTorch; a KV cache is what it is given (`model.Cache`), not what it imports
+    ("inference",),  # what a trained model needs to run: checkpoints, serving, probabilities, the KV cache
     ("training",),
     ("scoring",),  # the commands over a model: predict, evaluate, attention
     ("simulation",),

@@ -16,7 +16,7 @@ import torch
 from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.form import PlayerForm
-from cricket_attn.kv_cache import SimulationCache
+from cricket_attn.inference.kv_cache import SimulationCache
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.model import CricketTransformer, Ensemble
 from cricket_attn.simulation.rules import BowlerChoice, BowlingUsage

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cricket_attn.kv_cache import SimulationCache
+from cricket_attn.inference.kv_cache import SimulationCache
 from cricket_attn.model import CricketTransformer, ModelConfig
 from tests.test_model import ATTENTION_VARIANTS, TINY, random_batch
 
