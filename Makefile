@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 # Everything lands in mlflow.db at the project root (artifacts in mlartifacts/ beside it): `make dashboard`.
 main: $(STAMP)
 	$(VENV)/bin/cricket-attn-ingest
-	$(PY) -m cricket_attn.data.official_results
+	$(PY) -m cricket_attn.commands.official_results
 	$(VENV)/bin/cricket-attn-train
 	$(VENV)/bin/cricket-attn-baselines
 

@@ -49,7 +49,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         load_tables(paths, phases, data_dir=tmp)  # fill a private cache
         rows["cached, in-process (read parquet)"] = timed(lambda: load_tables(paths, phases, data_dir=tmp), 5)
-        cli = [sys.executable, "-m", "cricket_attn.data.ingest", *map(str, paths), "--data-dir", tmp]
+        cli = [sys.executable, "-m", "cricket_attn.commands.ingest", *map(str, paths), "--data-dir", tmp]
         rows["cold, CLI wall time (--refresh)"] = timed(
             lambda: subprocess.run(cli + ["--refresh"], check=True, capture_output=True), args.repeat
         )

@@ -48,7 +48,7 @@ def main() -> None:
     wall = []
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "players.parquet"
-        cli = [sys.executable, "-m", "cricket_attn.valuation.command", "--model", model, "--out", str(out)]
+        cli = [sys.executable, "-m", "cricket_attn.commands.players", "--model", model, "--out", str(out)]
         cli += ["--season", str(args.season), "--no-mlflow"]
         for _ in range(args.repeat):
             start = time.perf_counter()

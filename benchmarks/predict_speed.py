@@ -84,7 +84,7 @@ def main() -> None:
 def time_model(model: str, folder: Path, deliveries, repeat: int) -> tuple[list[float], list[float]]:
     """Wall times of the command line on `folder` (model load included) and of the scoring loop alone."""
     out = folder.parent / "scores.parquet"
-    cli = [sys.executable, "-m", "cricket_attn.scoring.predict", "--model", model, "--out", str(out), str(folder)]
+    cli = [sys.executable, "-m", "cricket_attn.commands.predict", "--model", model, "--out", str(out), str(folder)]
     wall = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -4,7 +4,7 @@ The package in the order data flows, each stage importing only what lies below i
 laws of the game; `settings`, every command's settings checked; `cli`, the command-line kit; `metrics`,
 `tracking`, small helpers) → `data` (Cricsheet files to training batches) → `model` (the causal transformer,
 pure PyTorch) → `inference` (what a trained model needs to run: checkpoints, probabilities, serving, the KV
-cache) → `training` (the protocol, baselines, ablations) → `scoring` (the commands over a model: predict,
-evaluate, attention) → `simulation` (matches rolled forward, before and during play) → `valuation` (what
-players are worth).
+cache) → `training` (the protocol, baselines, ablations) → `simulation` (matches rolled forward, before and
+during play) → `valuation` (what players are worth) → `commands` (the console scripts, one module each: reading
+their arguments, calling the stages below, writing what they give).
 """

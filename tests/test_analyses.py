@@ -94,9 +94,9 @@ def test_the_analyses_run_on_a_fixture_run(tracked_run, tmp_path, monkeypatch, c
     """Each analysis that reads models, scored tables or simulations runs on the tiny run over the fixture matches
     (refitted through 2024; its selected model, fitted to 2023, is the model a season back) and answers with its
     tables: a model paired with itself is level to the last digit."""
+    from cricket_attn.commands.simulate_eval import main as simulate_eval
     from cricket_attn.data.deliveries import config_tables
     from cricket_attn.inference.serving import from_checkpoint
-    from cricket_attn.simulation.simulate_eval import main as simulate_eval
 
     model = tracked_run["results"]["checkpoint"]
     (season_back,) = (tracked_run["folder"] / "run" / "checkpoints").glob("best-*.ckpt")

@@ -21,9 +21,9 @@ FLOORS = (
     ("model",),  # pure PyTorch; a KV cache is what it is given (`model.Cache`), not what it imports
     ("inference",),  # what a trained model needs to run: checkpoints, serving, probabilities, the KV cache
     ("training",),
-    ("scoring",),  # the commands over a model: predict, evaluate, attention
     ("simulation",),
     ("valuation",),  # what players are worth: the ball model, and the simulator's win-probability rule
+    ("commands",),  # the console entry points, one module each (pyproject.toml's [project.scripts])
 )
 
 

@@ -169,7 +169,7 @@ def test_logged_model_scores_deliveries_through_pyfunc(tracked_run, deliveries):
 
 
 def test_evaluate_reproduces_the_training_report(tracked_run):
-    from cricket_attn.scoring.evaluate import evaluate, parse_args
+    from cricket_attn.commands.evaluate import evaluate, parse_args
 
     args = parse_args(
         [

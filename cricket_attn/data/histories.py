@@ -21,7 +21,7 @@ from cricket_attn.laws import outcome_codes
 ROLES = ("batter", "bowler")
 # Each history ball carries (`HistoryStore.tokens`): its outcome class, who was at the other end of it
 # (the bowler for a batter's ball, the batter for a bowler's), its phase and season, its date (days
-# since 1970) and its competition (for the reader's report, cricket_attn.scoring.attention).
+# since 1970) and its competition (for the reader's report, cricket_attn.commands.attention).
 NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
 
 

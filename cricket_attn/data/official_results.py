@@ -1,20 +1,16 @@
 """Checks the deliveries table against the official results recorded in each match file.
 
-`python -m cricket_attn.data.official_results [SOURCE ...]` reports, for every decided match that was not
-decided by DLS or a super over, whether the innings totals and wickets from the table give the
-recorded margin, and whether every non-DLS chase's target is the first-innings total plus one.
+For every decided match that was not decided by DLS or a super over: whether the innings totals and wickets
+from the table give the recorded margin, and whether every non-DLS chase's target is the first-innings total
+plus one (`python -m cricket_attn.commands.official_results [SOURCE ...]` reports it).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.laws import MAX_WICKETS
 
 
@@ -72,22 +68,3 @@ def check_results(deliveries: pd.DataFrame, matches: pd.DataFrame) -> ResultChec
             margin = f"{m.win_by_runs:.0f} runs" if pd.notna(m.win_by_runs) else f"{m.win_by_wickets:.0f} wickets"
             check.problems.append(f"{m.match_id}: recorded {m.winner} by {margin}; table says {got}")
     return check
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sources", nargs="*", metavar="SOURCE")
-    parser.add_argument("--data", default="ipl")
-    args = parser.parse_args(argv)
-    cfg = load_data_config(args.data)
-    result = load_tables(args.sources or None, PhaseRules.from_config(cfg.phases), project_path(cfg.data_dir))
-    check = check_results(result.deliveries, result.matches)
-    print(f"results reproduced: {check.agree:,} of {check.checked:,} decided matches (no DLS, no super over)")
-    print(f"targets reproduced: {check.targets_agree:,} of {check.chases_checked:,} non-DLS chases (first innings + 1)")
-    for problem in check.problems:
-        print(f"  {problem}")
-    return 0 if not check.problems else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

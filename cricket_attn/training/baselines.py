@@ -11,12 +11,10 @@ run, paired on the same deliveries, with a bootstrap interval resampled by match
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
-import hydra
 import numpy as np
 import pandas as pd
 from hydra.core.hydra_config import HydraConfig
@@ -28,7 +26,7 @@ from sklearn.preprocessing import StandardScaler
 
 from cricket_attn import progress, tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import CONF_DIR, project_path
+from cricket_attn.config import project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.features import STATE_COLUMNS, TabularFeatures
 from cricket_attn.data.records import RecordBook, RecordSettings, tabular_features
@@ -364,17 +362,3 @@ def comparison_table(uri: str, reference: str | None, rows: list[dict]) -> str:
             f"{r['ece']:.4f} | {paired} |"
         )
     return "\n".join(lines) + "\n"
-
-
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="baselines")
-def main(cfg: DictConfig) -> None:
-    tracking.artifact_bars(progress.resolve() == "bar")
-    try:
-        run_baselines(cfg)
-    except (SettingError, tracking.TrackingError) as err:  # one line, not a traceback
-        print(f"cricket-attn-baselines: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-if __name__ == "__main__":
-    main()

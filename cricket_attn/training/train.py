@@ -1,5 +1,5 @@
 """Training's protocol: fit the transformer, test it and track it in MLflow (`cricket-attn-train`:
-cricket_attn/training/command.py, the Hydra command over conf/).
+cricket_attn/commands/train.py, the Hydra command over conf/).
 
 Protocol: fit on the training seasons with early stopping on the validation season (that chooses the
 number of epochs); with `refit=true`, train a fresh model on training + validation seasons for that
@@ -16,6 +16,7 @@ and ends, and each epoch gets a line (or, on a terminal, a bar): `progress` in c
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,10 +34,10 @@ from cricket_attn.inference.attention_pictures import log_attention
 from cricket_attn.inference.checkpoints import load_model, save_final
 from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, probabilities, score
-from cricket_attn.model import CricketTransformer, Ensemble
+from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 from cricket_attn.training.preflight import check_data_fits_model, preflight
-from cricket_attn.training.restart import finished_as, load_start, resume_from, start_from
+from cricket_attn.training.restart import finished_as, load_start, resume_config, resume_from, start_from
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -380,3 +381,21 @@ def train(cfg: DictConfig) -> dict:
     link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
     print(f"MLflow run: {link} (after `make dashboard`)")
     return results
+
+
+def train_job(cfg: DictConfig) -> float:
+    """A training run as `cricket-attn-train` starts it, inside a Hydra job (the command, and each ablation job
+    through Hydra's launcher): a resumed run takes its own config with what this job's overrides change; a
+    setting refused is one line and exit status 2. Returns the selection stage's validation log loss, after the
+    calibration the final model gets (`calibrate=true`), else its best: what a sweeper (Optuna) minimises.
+    Never the test's, so a search cannot choose its settings on the test seasons."""
+    try:
+        tracking.artifact_bars(cfg.progress == "bar" or (cfg.progress == "auto" and progress.resolve() == "bar"))
+        if cfg.resume:  # the run's own config, with what this command line changes
+            cfg = resume_config(cfg, list(HydraConfig.get().overrides.task))
+        results = train(cfg)
+    except (ConfigError, tracking.TrackingError, tracking.ResumeError, FileNotFoundError) as err:  # one line
+        print(f"cricket-attn-train: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    best_val = results.get("calibration/val_log_loss_after", results.get("selection/best_val_loss"))
+    return float("nan") if best_val is None else float(best_val)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cricket_attn.data.official_results import check_results, main
+from cricket_attn.commands.official_results import main
+from cricket_attn.data.official_results import check_results
 
 
 def test_fixture_results_are_reproduced(fixture_tables):

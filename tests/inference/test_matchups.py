@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cricket_attn.commands.matchups import main
 from cricket_attn.inference.matchups import (
     MatchupError,
     matchup_innings,
@@ -19,7 +20,6 @@ from cricket_attn.inference.matchups import (
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.laws import OUTCOME_RUNS, outcome_codes
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.matchups import main
 from tests.conftest import FIXTURES
 
 IPL = "Indian Premier League"

@@ -13,7 +13,7 @@ from cricket_attn.inference.checkpoints import CheckpointError
 from cricket_attn.inference.mlflow_model import DeliveriesModel
 from cricket_attn.inference.serving import CHECKPOINT_ARTIFACT, from_checkpoint
 from cricket_attn.metrics import PROB_COLUMNS
-from tests.scoring.test_evaluate import write_checkpoint
+from tests.commands.test_evaluate import write_checkpoint
 
 
 def context(path) -> mlflow.pyfunc.PythonModelContext:

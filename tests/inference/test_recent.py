@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.commands import predict, simulate, simulate_eval
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.recent import (
     STRENGTH,
@@ -21,8 +22,6 @@ from cricket_attn.inference.recent import (
 )
 from cricket_attn.laws import OUTCOMES
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring import predict
-from cricket_attn.simulation import simulate, simulate_eval
 from cricket_attn.simulation.match import innings_points, simulate_points
 from cricket_attn.simulation.setup import InningsSetup
 

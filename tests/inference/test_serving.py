@@ -73,8 +73,7 @@ def test_a_simulation_is_measured_by_the_innings_as_scheduled(shapes):
 def test_the_commands_take_the_good_match_and_name_the_others(command, tracked_run, tmp_path, capsys):
     """A short ODI and an over of 14 balls in the folder beside a real match: exit status 0, the real match
     scored (or simulated), each other named in one line, no traceback."""
-    from cricket_attn.scoring import predict
-    from cricket_attn.simulation import simulate
+    from cricket_attn.commands import predict, simulate
 
     for name, doc in (
         ("1473439", json.loads((FIXTURES / "1473439.json").read_text())),

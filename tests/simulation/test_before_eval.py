@@ -13,17 +13,16 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from cricket_attn.commands.before_eval import main, unfinished_folder
 from cricket_attn.laws import bowler_wickets
 from cricket_attn.simulation.before_eval import (
     LINE_FIGURES,
     before_matches,
     listed_players,
-    main,
     real_figures,
     recent_quantiles,
     score,
     simulate_before,
-    unfinished_folder,
     unknown_players,
 )
 from tests.conftest import FIXTURES
@@ -184,7 +183,7 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_anything_is
     simulated twice, so half as many fit."""
     import re
 
-    from cricket_attn.simulation import before_eval
+    from cricket_attn.commands import before_eval
 
     monkeypatch.setattr(before_eval, "load_with_data", lambda *a, **k: pytest.fail("the model was read"))
     out, most = tmp_path / "before", {}

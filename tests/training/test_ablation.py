@@ -12,10 +12,10 @@ from hydra import compose, initialize_config_dir
 from mlflow import MlflowClient
 
 from cricket_attn import tracking
+from cricket_attn.commands.ablate import run_ablation
 from cricket_attn.config import CONF_DIR
 from cricket_attn.data import deliveries, trees
 from cricket_attn.metrics import paired_difference
-from cricket_attn.training.ablation.command import run_ablation
 from cricket_attn.training.ablation.jobs import Job, job_folder, job_overrides, plan, run_key, settings_digest
 from cricket_attn.training.ablation.launch import launcher_overrides
 from cricket_attn.training.ablation.record import finished_runs, read_record, recorded_runs

@@ -198,7 +198,7 @@ def baselines_config(folder, *overrides: str):
 
 def refused(cfg, capsys) -> str:
     """cricket-attn-baselines' one line on standard error, for a config it refuses with status 2."""
-    from cricket_attn.training.baselines import main
+    from cricket_attn.commands.baselines import main
 
     with pytest.raises(SystemExit) as stop:
         main(cfg)

@@ -275,8 +275,8 @@ def test_a_mistaken_setting_fails_before_anything_is_read_or_opened(tmp_path, ov
 
 def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys, monkeypatch):
     import cricket_attn.training.train as train_module
+    from cricket_attn.commands.train import main
     from cricket_attn.tracking import ResumeError, TrackingError
-    from cricket_attn.training.command import main
 
     with pytest.raises(SystemExit) as stop:
         main(tiny_train_config(tmp_path, "data.batch_size=0"))
@@ -365,9 +365,9 @@ def test_a_model_reading_context_trains_and_serves(tmp_path):
     import numpy as np
     import pandas as pd
 
+    from cricket_attn.commands import predict
+    from cricket_attn.commands.attention import main as attention
     from cricket_attn.metrics import PROB_COLUMNS
-    from cricket_attn.scoring import predict
-    from cricket_attn.scoring.attention import main as attention
     from tests.conftest import FIXTURES
 
     predicted = tmp_path / "predicted.parquet"

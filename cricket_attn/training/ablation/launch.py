@@ -66,14 +66,14 @@ class TrainAndRecord:
 
     def __call__(self, train_cfg: DictConfig) -> str:
         # torch and Lightning: imported only where a run trains
-        from cricket_attn.training import command
+        from cricket_attn.training.train import train_job
 
         job, folder = self.jobs[HydraConfig.get().job.num], Path(HydraConfig.get().runtime.output_dir)
         clock, threads = progress.Stopwatch(), max(1, usable_cores() // self.cfg.jobs)
         log.info("%s: training with %d thread(s) (%s)", job, threads, folder)
         with job_threads(threads), console_to(folder / "console.log"):
             try:
-                command.main(train_cfg)
+                train_job(train_cfg)
             except SystemExit as stop:  # a setting refused, in one line in the console log
                 raise RuntimeError(f"cricket-attn-train stopped with status {stop.code}") from None
             except Exception:

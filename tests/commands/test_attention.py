@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.commands.attention import main, parse_ball
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.attention import (
     AGE_BANDS,
@@ -21,7 +22,6 @@ from cricket_attn.inference.attention import (
 )
 from cricket_attn.inference.attention_pictures import draw_match
 from cricket_attn.model import CricketTransformer, ModelConfig
-from cricket_attn.scoring.attention import main, parse_ball
 from tests.conftest import FIXTURES
 
 # Radians per legal ball of the sinusoidal part's second pair of channels at width 4 (10000^(-2/4)): one

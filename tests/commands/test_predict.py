@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 import torch
 
+from cricket_attn.commands.predict import OUTPUT_COLUMNS, main, parse_args, run
 from cricket_attn.data.deliveries import plain_types
 from cricket_attn.data.features import entity_key
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.reading import unknown_to
 from cricket_attn.inference.serving import load_trained
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.scoring.predict import OUTPUT_COLUMNS, main, parse_args, run
 from tests.conftest import FIXTURES
 from tests.data.test_sources import GOOD, UPPER, broken_zips
 
@@ -86,9 +86,9 @@ def test_next_ball_row_of_the_live_innings_follows_the_laws(predicted):
 def test_next_ball_players_keep_their_registry_ids(tmp_path, phases):
     """The model knows players by registry id: the next ball's striker, non-striker and (mid-over) bowler
     carry the ids the match's own balls give them, so a known player is not read as a stranger."""
+    from cricket_attn.commands.predict import next_ball_rows
     from cricket_attn.data.deliveries import build_tables
     from cricket_attn.data.sources import iter_match_files
-    from cricket_attn.scoring.predict import next_ball_rows
 
     tables = build_tables(iter_match_files([live_copy(tmp_path)]), phases)
     (nxt,) = next_ball_rows(tables, phases).itertuples(index=False)
@@ -444,7 +444,7 @@ def test_an_output_that_cannot_be_written_is_one_line(checkpoint, tmp_path, caps
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="Linux's /proc: a folder that takes no new file")
 def test_a_folder_that_refuses_new_files_is_refused_before_the_model_is_read(tmp_path, capsys, monkeypatch):
     """/proc passes the permission check (root may write there) and takes no file: refused before any work."""
-    from cricket_attn.scoring import predict
+    from cricket_attn.commands import predict
 
     monkeypatch.setattr(predict, "load_trained", lambda *a: pytest.fail("the model was read"))
     assert main(["--model", "m.ckpt", "--out", "/proc/scores.csv", str(FIXTURES / "1359475.json")]) == 2
@@ -455,7 +455,7 @@ def test_a_folder_that_refuses_new_files_is_refused_before_the_model_is_read(tmp
 def test_ctrl_c_and_probabilities_that_are_not_numbers_leave_the_old_output_in_one_line(
     checkpoint, tmp_path, capsys, monkeypatch
 ):
-    from cricket_attn.scoring import predict
+    from cricket_attn.commands import predict
 
     out = tmp_path / "scores.csv"
     out.write_text("previous results")
@@ -633,9 +633,9 @@ def test_the_next_ball_reads_its_innings_own_powerplay(tmp_path, phases):
     """The Big Bash's first innings of 1386137, live after five overs (its four-over powerplay recorded): the
     next ball, the sixth over's first, is in the middle overs as the table's balls of the fifth are, not in
     the format's six-over powerplay."""
+    from cricket_attn.commands.predict import next_ball_rows
     from cricket_attn.data.deliveries import build_tables
     from cricket_attn.data.sources import MatchFile
-    from cricket_attn.scoring.predict import next_ball_rows
 
     doc = json.loads((FIXTURES.parent / "cricsheet_t20" / "1386137.json").read_text())
     doc["info"]["outcome"] = {}

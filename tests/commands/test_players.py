@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.valuation.command import main, player_keys
+from cricket_attn.commands.players import main, player_keys
 from tests.conftest import FIXTURES
 from tests.inference.test_serving import long_over, short_odi
 from tests.valuation.test_expected import tiny_model
@@ -171,7 +171,7 @@ def test_bootstrap_draws_that_would_not_fit_in_memory_are_refused_before_the_val
     tracked_run, tmp_path, capsys, monkeypatch
 ):
     """--boot 1e9 asked for 551 GiB (a traceback after 20 s): one line, before any match is valued."""
-    from cricket_attn.valuation import command
+    from cricket_attn.commands import players as command
 
     monkeypatch.setattr(command, "value_matches", lambda *a, **k: pytest.fail("the matches were valued"))
     out = tmp_path / "p.csv"

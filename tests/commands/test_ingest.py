@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cricket_attn.data.ingest import main
+from cricket_attn.commands.ingest import main
 from tests.conftest import FIXTURES
 from tests.data.test_sources import GOOD, UPPER, broken_zips
 

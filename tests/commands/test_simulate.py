@@ -12,11 +12,11 @@ import shutil
 import pandas as pd
 import pytest
 
+from cricket_attn.commands.simulate import main, parse_args, run
 from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, over_starts
-from cricket_attn.simulation.simulate import main, parse_args, run
+from tests.commands.test_predict import LIVE_MATCH, live_copy
 from tests.conftest import FIXTURES
 from tests.data.test_sources import GOOD, UPPER, broken_zips
-from tests.scoring.test_predict import LIVE_MATCH, live_copy
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_r
     checkpoint, tmp_path, capsys, monkeypatch
 ):
     """--sims 1e9 asked for 160 GB (a traceback): one line naming the estimate and the most this machine takes."""
-    from cricket_attn.simulation import simulate
+    from cricket_attn.commands import simulate
 
     monkeypatch.setattr(simulate.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
     out = tmp_path / "out.csv"
@@ -275,7 +275,7 @@ def test_a_full_disk_while_plotting_is_one_line(checkpoint, tmp_path, capsys, mo
     def full_disk(projections, deliveries, folder):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder / "x-worm.png"))
 
-    monkeypatch.setattr("cricket_attn.simulation.simulate.plot_match", full_disk)
+    monkeypatch.setattr("cricket_attn.commands.simulate.plot_match", full_disk)
     plots = tmp_path / "plots"
     assert (
         main([*args_list(checkpoint, tmp_path / "out.csv"), "--plots", str(plots), str(FIXTURES / "1527675.json")]) == 2
@@ -390,7 +390,7 @@ def test_a_probability_that_is_not_a_number_is_refused_and_the_old_output_kept(
 ):
     """What an overflow in a setting did (issue 53): a win probability or a player's chance that is not a
     number is one line naming the match, before either file is written; the previous output stays."""
-    from cricket_attn.simulation import simulate
+    from cricket_attn.commands import simulate
 
     real = simulate.project_match
 

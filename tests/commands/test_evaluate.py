@@ -1,4 +1,4 @@
-"""`cricket-attn-evaluate` (cricket_attn/scoring/evaluate.py) with `--no-log`, on real match files and the untrained
+"""`cricket-attn-evaluate` (cricket_attn/commands/evaluate.py) with `--no-log`, on real match files and the untrained
 tiny model of `fixture_simulator` saved as training saves a checkpoint: the split asked for scored and
 reported; a bad model, store, split or argument refused in one line. (Logging to MLflow: tests/test_tracking.py.)"""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from cricket_attn.commands import evaluate
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.checkpoints import FORMAT, FORMAT_KEY, PREFIX
 from cricket_attn.inference.serving import from_checkpoint
 from cricket_attn.metrics import score
 from cricket_attn.model import CricketTransformer
-from cricket_attn.scoring import evaluate
 from tests.conftest import FIXTURES
 
 VALIDATION, TEST = ["1422119"], ["1473438", "1473439"]  # a match of 2024, two of 2025 (README)

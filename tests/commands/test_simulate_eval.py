@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from cricket_attn.simulation.simulate_eval import main, parse_args
+from cricket_attn.commands.simulate_eval import main, parse_args
 from tests.conftest import FIXTURES
 
 
@@ -121,7 +121,7 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_r
     flag, the estimate and the most this machine takes, before the simulator is built; nothing is written."""
     import re
 
-    from cricket_attn.simulation import simulate_eval
+    from cricket_attn.commands import simulate_eval
 
     monkeypatch.setattr(simulate_eval.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
     monkeypatch.setattr(simulate_eval, "since_training", lambda *a, **k: pytest.fail("the model was run"))
