@@ -19,9 +19,9 @@ from cricket_attn import tracking
 from cricket_attn.cli import check_out_path, run_command, write_table
 from cricket_attn.config import DEFAULT_TRACKING_URI
 from cricket_attn.data.deliveries import PHASES
-from cricket_attn.inference.matchups import FIGURES, evaluate_pairs, matchup_table
+from cricket_attn.inference.matchups import FIGURES, evaluate_pairs, matchup_table, plot_table
 from cricket_attn.inference.serving import load_with_data
-from cricket_attn.metrics import markdown_table, match_bootstrap, save_figure
+from cricket_attn.metrics import markdown_table, match_bootstrap
 from cricket_attn.settings import count
 
 
@@ -57,34 +57,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.evaluate and not args.venue:
         p.error("--venue: the ground of the matchup (the model reads its record)")
     return args
-
-
-def plot_table(table: pd.DataFrame, path: Path, rows: str, title: str) -> Path:
-    """Runs a delivery, the model's in colour, the raw record's beside it, one row per `rows` (per pair where
-    the table holds several players on both sides), one column per phase."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    other = "batter" if rows == "bowler" else "bowler"
-    if table[other].nunique() > 1:  # several on both sides: a row per pair
-        table = table.assign(**{rows: table["batter"] + " v " + table["bowler"]})
-    grid = table.pivot(index=rows, columns="phase", values="model_runs")
-    grid = grid[[p for p in PHASES if p in grid.columns]]
-    fig, ax = plt.subplots(figsize=(2.2 * len(grid.columns) + 2.5, 0.7 * len(grid) + 1.6))
-    image = ax.imshow(grid.to_numpy(), cmap="RdYlGn_r", aspect="auto", vmin=0.8, vmax=2.0)
-    by = table.set_index([rows, "phase"])
-    for i, who in enumerate(grid.index):
-        for j, phase in enumerate(grid.columns):
-            r = by.loc[(who, phase)]
-            raw = f"raw {r['raw_runs']:.2f} ({int(r['raw_deliveries'])})" if r["raw_deliveries"] else "never met"
-            text = f"{r['model_runs']:.2f} / W {100 * r['model_wicket']:.1f}%\n{raw}" + ("  *" if r["disagree"] else "")
-            ax.text(j, i, text, ha="center", va="center", fontsize=8)
-    ax.set(xticks=range(len(grid.columns)), xticklabels=grid.columns, yticks=range(len(grid)), yticklabels=grid.index)
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, label="model: runs a delivery")
-    return save_figure(fig, path)
 
 
 def view(args: argparse.Namespace, trained, d: pd.DataFrame) -> str:

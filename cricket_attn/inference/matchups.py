@@ -18,13 +18,15 @@ record before its day, shrunk towards the mean of the batter's and the bowler's 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import PHASES
 from cricket_attn.data.features import entity_key
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOME_RUNS, outcome_codes
-from cricket_attn.metrics import PROB_COLUMNS
+from cricket_attn.metrics import PROB_COLUMNS, save_figure
 
 FIGURES = ("runs", "wicket", "boundary")  # a delivery's runs (extras in), P(wicket), P(4 or 6 off the bat)
 BOUNDARY = [OUTCOME_INDEX["4"], OUTCOME_INDEX["6"]]
@@ -254,3 +256,31 @@ def _log_loss(probs: pd.DataFrame, prefix: str, outcomes: pd.DataFrame) -> np.nd
     """Each delivery's -log p of its outcome, p from `probs`' columns `prefix` + PROB_COLUMNS."""
     p = probs[[f"{prefix}{c}" for c in PROB_COLUMNS]].to_numpy()
     return -np.log(np.clip(p[np.arange(len(p)), outcome_codes(outcomes)], 1e-12, None))
+
+
+def plot_table(table: pd.DataFrame, path: Path, rows: str, title: str) -> Path:
+    """Runs a delivery, the model's in colour, the raw record's beside it, one row per `rows` (per pair where
+    the table holds several players on both sides), one column per phase."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    other = "batter" if rows == "bowler" else "bowler"
+    if table[other].nunique() > 1:  # several on both sides: a row per pair
+        table = table.assign(**{rows: table["batter"] + " v " + table["bowler"]})
+    grid = table.pivot(index=rows, columns="phase", values="model_runs")
+    grid = grid[[p for p in PHASES if p in grid.columns]]
+    fig, ax = plt.subplots(figsize=(2.2 * len(grid.columns) + 2.5, 0.7 * len(grid) + 1.6))
+    image = ax.imshow(grid.to_numpy(), cmap="RdYlGn_r", aspect="auto", vmin=0.8, vmax=2.0)
+    by = table.set_index([rows, "phase"])
+    for i, who in enumerate(grid.index):
+        for j, phase in enumerate(grid.columns):
+            r = by.loc[(who, phase)]
+            raw = f"raw {r['raw_runs']:.2f} ({int(r['raw_deliveries'])})" if r["raw_deliveries"] else "never met"
+            text = f"{r['model_runs']:.2f} / W {100 * r['model_wicket']:.1f}%\n{raw}" + ("  *" if r["disagree"] else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    ax.set(xticks=range(len(grid.columns)), xticklabels=grid.columns, yticks=range(len(grid)), yticklabels=grid.index)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, label="model: runs a delivery")
+    return save_figure(fig, path)
