@@ -224,7 +224,9 @@ def test_a_mistaken_setting_is_one_line_before_anything_is_opened_or_read(tmp_pa
 
 @pytest.mark.parametrize("known", [False, True])
 def test_against_must_name_a_run_of_the_store_with_a_test_report(tmp_path, capsys, known):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    from tests.conftest import empty_store
+
+    uri = empty_store(tmp_path)  # a copy of an empty store: MLflow makes a new one's tables in seconds
     client = MlflowClient(uri)
     # No such run, or a run of the store with no test report to pair with.
     run_id = client.create_run(client.create_experiment("other")).info.run_id if known else "f00d"
