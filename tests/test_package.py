@@ -23,7 +23,7 @@ FLOORS = (
     ("training",),
     ("simulation",),
     ("valuation",),  # what players are worth: the ball model, and the simulator's win-probability rule
-    ("commands",),  # the console entry points, one module each (pyproject.toml's [project.scripts])
+    ("commands",),  # the console scripts, one module each (pyproject.toml's [project.scripts], official_results)
 )
 
 
@@ -80,3 +80,20 @@ def test_no_import_loop():
     for name in sorted(graph):
         if name not in state:
             assert visit(name, []) is None
+
+
+def test_every_console_script_is_a_main_of_its_own_module_in_commands():
+    """pyproject.toml's scripts each name a `main` in cricket_attn/commands/, one module a script, and every module
+    there is a script's (or `python -m`'s: official_results, which make main runs)."""
+    import importlib
+    import tomllib
+
+    scripts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    targets = [target.split(":") for target in scripts.values()]
+    for module, function in targets:
+        assert module.startswith("cricket_attn.commands.") and function == "main", module
+        assert callable(getattr(importlib.import_module(module), function))
+    assert len({module for module, _ in targets}) == len(targets)
+    modules = {p.stem for p in (PACKAGE / "commands").glob("*.py")} - {"__init__"}
+    assert modules == {module.rsplit(".", 1)[1] for module, _ in targets} | {"official_results"}
+    assert "cricket_attn.commands.official_results" in (PACKAGE.parent / "Makefile").read_text()

@@ -102,8 +102,12 @@ class SequenceEncoder:
     # seasons the scorebook, the valuation and `balls_since` take as the model's own.
     trained_until: int | None = None
 
+    def __post_init__(self):
+        if self.trained_until is None:  # an encoder built by hand: its model trained on what it was fitted to
+            self.trained_until = self.last_season
+
     @classmethod
-    def fit(cls, train: pd.DataFrame, min_count: int | None = 20, rate_strength: float = 200.0) -> SequenceEncoder:
+    def fit(cls, train: pd.DataFrame, min_count: int | None, rate_strength: float = 200.0) -> SequenceEncoder:
         return cls.fit_encode(train, min_count, rate_strength)[0]
 
     def key(self, d: pd.DataFrame, column: str) -> pd.Series:
@@ -120,7 +124,7 @@ class SequenceEncoder:
     def fit_encode(
         cls,
         train: pd.DataFrame,
-        min_count: int | None = 20,
+        min_count: int | None,
         rate_strength: float = 200.0,
         history_balls: int = 0,
         known: pd.DataFrame | None = None,

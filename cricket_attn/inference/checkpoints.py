@@ -50,7 +50,8 @@ def check_format(ckpt: dict, path: str | Path) -> None:
         written = "no format (written before 2026-11-27)" if version is None else f"format {version}"
         raise CheckpointError(
             f"{path}: a checkpoint of {written}; this version of cricket_attn reads format {FORMAT} only: "
-            "train the model again with this version"
+            "train the model again with this version, into a new folder (make leagues: LEAGUES=<another folder>, or "
+            "delete the old stage's folder; a run resumed: start it afresh)"
         )
 
 

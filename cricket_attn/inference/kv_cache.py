@@ -3,7 +3,7 @@
 `KVCache` keeps each layer's keys and values of the balls seen so far. `SimulationCache` holds the real
 balls before a state once for every simulation from it (`SharedBalls`), and takes the players' rates,
 fixed within an innings, through tables made once per innings (`keep_rates`). Every step reproduces a
-full pass of the model (tests/test_kv_cache.py, tests/test_model.py).
+full pass of the model (tests/inference/test_kv_cache.py, tests/test_model.py).
 """
 
 from __future__ import annotations

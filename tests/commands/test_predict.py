@@ -178,7 +178,7 @@ def test_the_recent_level_moves_each_match_by_the_matches_before_it(checkpoint, 
     trained = load_trained(checkpoint)
     trained.encoder.attach_known(deliveries)  # what the command reads records from (its --history)
     seasons = deliveries.groupby("match_id")["season"].first()
-    later = seasons[seasons > trained.encoder.last_season]
+    later = seasons[seasons > trained.encoder.trained_until]
     first_later = deliveries[deliveries["match_id"].isin(later.index)].groupby("match_id")["date"].first().idxmin()
     p = moved[list(PROB_COLUMNS)].to_numpy()
     assert np.abs(p.sum(axis=1) - 1).max() < 1e-6 and len(moved) == len(plain)
@@ -207,7 +207,7 @@ def test_players_form_tilts_each_match_by_the_matches_before_it(checkpoint, deli
     trained = load_trained(checkpoint)
     trained.encoder.attach_known(deliveries)  # what the command reads records from (its --history)
     seasons = deliveries.groupby("match_id")["season"].first()
-    later = seasons[seasons > trained.encoder.last_season]
+    later = seasons[seasons > trained.encoder.trained_until]
     dates = deliveries.groupby("match_id")["date"].first()
     first_later = dates[later.index].idxmin()
     changed = np.abs(tilted[list(PROB_COLUMNS)].to_numpy() - plain[list(PROB_COLUMNS)].to_numpy()).max(axis=1) > 1e-9

@@ -75,7 +75,7 @@ def test_the_simulator_takes_the_offsets(fixture_simulator, fixture_tables, deli
     sim = fixture_simulator
     # The model's own predictions for the matches after its training seasons give offsets for each of them.
     levels = recent_offsets(sim.model, sim.encoder, deliveries, strength=50.0)
-    later = deliveries.loc[deliveries["season"] > sim.encoder.last_season, "match_id"].astype(str).unique()
+    later = deliveries.loc[deliveries["season"] > sim.encoder.trained_until, "match_id"].astype(str).unique()
     assert set(levels) == set(later) and any(np.abs(b).max() > 0 for b in levels.values())
     # Offsets that favour wickets end simulated innings sooner, on the same draws.
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 1)].reset_index(drop=True)

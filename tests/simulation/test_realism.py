@@ -52,7 +52,7 @@ def test_per_ball_levels_compare_real_balls_with_the_models_expectation(fixture_
     assert np.allclose(levels["model_runs"], shares @ values["runs"].to_numpy(), atol=0.05)
     assert np.allclose(levels["model_wickets"], shares @ values["wickets"].to_numpy(), atol=0.01)
     # With the simulator's players' form (every batter of a later match out of form for wickets), as simulated.
-    later = test[test["season"] > fixture_simulator.encoder.last_season]
+    later = test[test["season"] > fixture_simulator.encoder.trained_until]
     table = pd.DataFrame(
         {
             "role": "batter",
