@@ -180,11 +180,12 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         if run.tracked and not resuming:
             named = {context: (season_range(d), d) for context, d in parts.items()}
             tracking.log_datasets(run.uri, run.run_id, named, ", ".join(dm.tables.sources), dm.tables.key)
-        log.info(
-            "selection: training on %s, choosing the epoch count on %s (early stopping)",
-            season_range(parts["train"]),
-            val_seasons,
-        )
+        if ckpt.monitor is None:  # no epoch chosen: the schedule's last is kept
+            how = f"for {cfg.trainer.max_epochs} epochs, the last kept (validated on {val_seasons})"
+        else:
+            stops = "early stopping" if callbacks.get("early_stopping") else f"the best of {cfg.trainer.max_epochs}"
+            how = f"choosing the epoch count on {val_seasons} ({stops})"
+        log.info("selection: training on %s, %s", season_range(parts["train"]), how)
         clock = progress.Stopwatch()
         module = fit_stage(
             cfg, dm, callbacks, run.logger(), "selection", ckpt_path=selection_from, start=start_from(cfg)

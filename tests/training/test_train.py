@@ -181,6 +181,25 @@ def test_the_trainer_and_its_callbacks_build_from_conf(tmp_path):
         inspect.signature(pl.Trainer).bind(**made.keywords)  # a key the Trainer does not take raises TypeError
 
 
+def test_a_fine_tune_of_fixed_length_keeps_its_last_epoch(tmp_path, caplog):
+    """Without early stopping and with no score to keep the best by (make leagues' fine-tune), the schedule's last
+    epoch is the selected model and its epoch count the refit's: no epoch chosen on the validation season."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="cricket_attn")
+    fixed = (
+        "~logger",
+        "callbacks.early_stopping=null",
+        "callbacks.model_checkpoint.monitor=null",
+        "trainer.max_epochs=3",
+    )
+    results = train(tiny_train_config(tmp_path, *fixed))
+    assert results["selection/epochs"] == 3 and results["selection/best_val_loss"] is None
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
+    assert "selection: training on 2008-2023, for 3 epochs, the last kept (validated on 2024)" in lines
+    assert any(line.startswith("refit 1/1: training on seasons up to 2023 and 2024 for 3 epochs") for line in lines)
+
+
 def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
     import logging
 
