@@ -31,6 +31,11 @@ def innings_over(runs, wickets, legal_balls, balls, target):
 # Legal balls an over may have: six by the Laws; four, five (The Hundred's sets) and eight have been
 # played too. Anything else in a match file is corrupt, not cricket.
 BALLS_PER_OVER = range(4, 9)
+# The most overs an innings of a T20 has (The Hundred's 100 balls are twenty sets of five; a shortened match has
+# fewer). A larger figure in a T20's file is the file's mistake: Cricsheet's men's T20 zip has nine 20-over
+# matches that say 50 (1473145 among them).
+T20_OVERS = 20
+T20_MATCH_TYPES = frozenset({"T20", "IT20"})
 # Dismissals recorded on a delivery that are not team wickets: the batter may come back.
 NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})
 # Dismissals the Laws credit to the bowler (Law 38 and on): a run out, a retirement, obstructing the field,

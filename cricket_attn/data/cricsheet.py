@@ -18,7 +18,7 @@ import orjson
 
 from cricket_attn.data.competitions import competition_of
 from cricket_attn.data.sources import MAX_MATCH_BYTES, MatchFile, MatchFileError, too_large
-from cricket_attn.laws import BALLS_PER_OVER, NOT_TEAM_WICKETS, OUTCOME_INDEX
+from cricket_attn.laws import BALLS_PER_OVER, NOT_TEAM_WICKETS, OUTCOME_INDEX, T20_MATCH_TYPES, T20_OVERS
 
 SUPPORTED_MAJOR_VERSION = "1"
 
@@ -210,6 +210,12 @@ class _Parser:
             if winner is not None and winner not in teams:
                 raise self.error(f"{field}.winner", f"{winner!r} is not one of info.teams {teams}")
         by = self.get(outcome, "by", dict, "info.outcome", default={})
+        match_type = self.get(info, "match_type", str, "info")
+        overs = self.get(info, "overs", int, "info", default=None)
+        if overs is not None and overs <= 0:
+            raise self.error("info.overs", f"{overs}: an innings of no overs")
+        if overs is not None and match_type in T20_MATCH_TYPES and overs > T20_OVERS:
+            overs = T20_OVERS  # nine 20-over T20s of Cricsheet's zip say 50: read as the T20 they are
         registry = self.get(info, "registry", dict, "info", default={})
         players = self.get(info, "players", dict, "info", default={})
         team_type = self.get(info, "team_type", str, "info", default=None)
@@ -227,7 +233,7 @@ class _Parser:
             "match_id": self.file.match_id,
             "date": start,
             "season": season,
-            "match_type": self.get(info, "match_type", str, "info"),
+            "match_type": match_type,
             "gender": self.get(info, "gender", str, "info", default=None),
             "team_type": team_type,
             "event": event_name,
@@ -235,7 +241,7 @@ class _Parser:
             "venue": self.get(info, "venue", str, "info", default=None),
             "city": self.get(info, "city", str, "info", default=None),
             "balls_per_over": balls_per_over,
-            "scheduled_overs": self.get(info, "overs", int, "info", default=None),
+            "scheduled_overs": overs,
             "team1": teams[0],
             "team2": teams[1],
             # Each side's players in the order the file lists them (an impact player included): the simulator's

@@ -33,7 +33,7 @@ from cricket_attn.data.sources import (
 from cricket_attn.laws import OUTCOMES
 
 # Bump when the table's columns or their meaning change: it invalidates every cache.
-SCHEMA_VERSION = 9  # 9: who came into each side during the match (team1_came_in, team2_came_in)
+SCHEMA_VERSION = 10  # 10: a T20 said to be of more than 20 overs read as 20; 9: who came in (team1_came_in, ...)
 PHASES = ("powerplay", "middle", "death")
 
 # The deliveries table's columns, in order.

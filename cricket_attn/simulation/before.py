@@ -11,12 +11,11 @@ import pandas as pd
 
 from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
+from cricket_attn.laws import T20_MATCH_TYPES
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import MatchContext, StateError, chase_setup, project_context
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
-
-T20_OVERS = 20  # the most overs of a T20 innings (a shortened one has fewer)
 
 
 def context_before(matches: pd.DataFrame, row: pd.Series, batting_first: str) -> MatchContext:
@@ -34,17 +33,14 @@ def context_before(matches: pd.DataFrame, row: pd.Series, batting_first: str) ->
 
 def check_before(row: pd.Series) -> None:
     """Refuse, naming the match and the field, a match before its first ball that cannot be simulated: a T20 of
-    six-ball overs and at most 20 of them (the length the models know), each side's XI listed (11 players, or 12
-    where an impact player is named), no player listed for both sides, a venue."""
+    six-ball overs (at most 20: `cricsheet` reads a T20's larger figure as 20), each side's XI listed (11 players,
+    or 12 where an impact player is named), no player listed for both sides, a venue."""
     match_id = row["match_id"]
-    if row.get("match_type") not in ("T20", "IT20") or int(row["balls_per_over"]) != 6:
+    if row.get("match_type") not in T20_MATCH_TYPES or int(row["balls_per_over"]) != 6:
         raise StateError(
             f"match {match_id}: info.match_type: {row.get('match_type')} of {row['balls_per_over']}-ball overs; "
             "only T20 matches of six-ball overs are simulated before their first ball"
         )
-    overs = row.get("scheduled_overs")
-    if pd.notna(overs) and not 0 < int(overs) <= T20_OVERS:  # a file's mistake (Cricsheet's 1473145 says 50)
-        raise StateError(f"match {match_id}: info.overs: {int(overs)} scheduled overs in a T20 (at most {T20_OVERS})")
     sides = {}
     for side in ("team1", "team2"):
         listed = row.get(f"{side}_players")

@@ -255,12 +255,22 @@ BAD = {
     # The laws allow four to eight balls an over: 10**9 once asked the simulator for 164 GiB.
     "balls per over": (lambda doc: doc["info"].update(balls_per_over=10**9), "info.balls_per_over", "must be 4 to 8"),
     "no balls per over": (lambda doc: doc["info"].update(balls_per_over=0), "info.balls_per_over", "0: must be 4 to 8"),
+    "no overs": (lambda doc: doc["info"].update(overs=0), "info.overs", "0: an innings of no overs"),
     "extras disagree": (
         lambda doc: ball(doc, batter=0, extras={"wides": 2}, runs_extras=1),
         "deliveries[1].extras",
         "wides 2 != runs.extras 1",
     ),
 }
+
+
+def test_a_t20_said_to_be_of_50_overs_is_read_as_20_and_an_odi_keeps_its_50():
+    """Nine 20-over T20s of Cricsheet's men's zip say `overs: 50` (1473145 among them): the features and the
+    simulator would read the first innings' remaining balls from it."""
+    assert parse_match(edited("1082591", lambda doc: doc["info"].update(overs=50))).info["scheduled_overs"] == 20
+    assert parse_match(edited("1082591", lambda doc: doc["info"].update(overs=17))).info["scheduled_overs"] == 17
+    odi = parse_match(edited("1082591", lambda doc: doc["info"].update(overs=50, match_type="ODI")))
+    assert odi.info["scheduled_overs"] == 50
 
 
 def ball(doc: dict, batter: int, extras: dict, runs_extras: int | None = None) -> None:
