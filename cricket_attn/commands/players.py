@@ -30,10 +30,8 @@ from cricket_attn.cli import (
 )
 from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
-from cricket_attn.data.features import with_registry_ids
-from cricket_attn.data.histories import known_deliveries
 from cricket_attn.data.sources import configured_sources
-from cricket_attn.inference.reading import dated_ahead, known_sources, named_list, nothing_found
+from cricket_attn.inference.reading import named_list, nothing_found, with_earlier
 from cricket_attn.inference.serving import TrainedModel, load_trained
 from cricket_attn.metrics import markdown_table
 from cricket_attn.settings import count
@@ -190,21 +188,10 @@ def run(args: argparse.Namespace) -> str:
     if tables.deliveries.empty:
         raise ValueError(f"nothing to value in {', '.join(map(str, sources or ['the embedded archive']))}: "
                          f"{nothing_found(sources or [], tables)}")  # fmt: skip
-    skipped = [s.reason for s in tables.skipped]
-    known, matches = tables.deliveries, tables.matches
-    earlier, known_from = known_sources(args.history, trained.encoder)
-    if trained.encoder.reads_known and earlier != sources:  # the records' matches, where not those valued
-        history = load_tables(earlier, phases, project_path(cfg.data_dir))
-        if history.deliveries.empty:
-            named = f"--history {' '.join(args.history)}" if args.history else known_from
-            raise ValueError(f"{named}: {nothing_found(earlier or [], history)}")
-        skipped += [s.reason for s in history.skipped]
-        known = known_deliveries(known, history.deliveries)
-        matches = pd.concat([matches, history.matches], ignore_index=True).drop_duplicates("match_id")
-    # A player a file names without a registry id: one player, not a second keyed by name (records too).
-    filled, notes = with_registry_ids(tables.deliveries, known)
-    notes = dated_ahead(tables) + notes
-    known = with_registry_ids(known)[0] if known is not tables.deliveries else filled
+    data = with_earlier(tables, trained.encoder, args.history, phases, project_path(cfg.data_dir), sources,
+                        needed=trained.encoder.reads_known)  # fmt: skip
+    skipped = [s.reason for s in tables.skipped] + data.skipped
+    filled, known, matches, notes = data.deliveries, data.known, data.matches, data.notes
     valued = chosen(filled, args)
     refused = trained.cannot_take(valued)
     valued = valued[~valued["match_id"].astype(str).isin(refused)]
@@ -237,7 +224,7 @@ def run(args: argparse.Namespace) -> str:
     report = summary(balls, table, by, args) + "".join(f"\nnote: {note}" for note in notes)
     if trained.encoder.reads_known:
         report += f"\nrecords from: {', '.join(map(str, sources or ['embedded']))}" + (
-            f" and {known_from}" if earlier != sources else ""
+            f" and {data.known_from}" if known is not filled else ""
         )
     if args.reliability:
         report += "\n\n" + reliability_report(balls, args)

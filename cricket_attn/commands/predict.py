@@ -19,19 +19,17 @@ from omegaconf import OmegaConf
 
 from cricket_attn.cli import check_out_path, check_probabilities, run_command, write_table
 from cricket_attn.config import load_data_config, project_path
-from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
-from cricket_attn.data.features import innings_balls, with_registry_ids
-from cricket_attn.data.histories import known_deliveries
+from cricket_attn.data.deliveries import Ingested, PhaseRules
+from cricket_attn.data.features import innings_balls
 from cricket_attn.data.sequences import UNK
 from cricket_attn.inference.reading import (
     CommandSummary,
-    dated_ahead,
-    known_sources,
     left_out,
     nothing_found,
     read_matches,
     scoring_parser,
     unknown_to,
+    with_earlier,
 )
 from cricket_attn.inference.recent import since_training, with_offsets
 from cricket_attn.inference.serving import TrainedModel, load_trained
@@ -197,15 +195,11 @@ def run(args: argparse.Namespace) -> ScoringSummary:
     summary.skipped += [f"{reason}; not scored" for reason in refused]
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
-    earlier = []
-    if trained.encoder.reads_known or args.recent_level or args.form:  # earlier matches: the archive too
-        history, summary.known_from = known_sources(args.history, trained.encoder)
-        earlier = [load_tables(history, phases, project_path(load_data_config(args.data).data_dir)).deliveries]
-    filled, notes = with_registry_ids(tables.deliveries, *earlier)  # one player, not one by id and one by name
-    summary.notes = dated_ahead(tables) + notes
-    tables = replace(tables, deliveries=filled)
-    if earlier:
-        known = known_deliveries(tables.deliveries, earlier[0])
+    data_dir = project_path(load_data_config(args.data).data_dir)
+    needed = trained.encoder.reads_known or bool(args.recent_level) or args.form  # earlier matches: the archive too
+    data = with_earlier(tables, trained.encoder, args.history, phases, data_dir, args.sources, needed)
+    tables, known = replace(tables, deliveries=data.deliveries), data.known
+    summary.known_from, summary.notes = data.known_from, data.notes
     if trained.encoder.reads_known:  # players' histories and records, as in training
         trained.encoder.attach_known(known)
     out, not_scored = predict_tables(trained, tables, phases, strict=args.strict)

@@ -25,9 +25,7 @@ from omegaconf import OmegaConf
 from cricket_attn import cli, progress
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.cricsheet import match_before
-from cricket_attn.data.deliveries import PhaseRules, build_tables, load_tables
-from cricket_attn.data.features import with_registry_ids
-from cricket_attn.data.histories import known_deliveries
+from cricket_attn.data.deliveries import PhaseRules, build_tables
 from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
@@ -261,11 +259,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
-    history, summary.known_from = reading.known_sources(args.history, trained.encoder)
-    archive = load_tables(history, phases, project_path(cfg.data_dir))
-    filled, notes = with_registry_ids(tables.deliveries, archive.deliveries)  # one player, not one by name too
-    tables, summary.notes = replace(tables, deliveries=filled), reading.dated_ahead(tables) + notes
-    known = known_deliveries(tables.deliveries, archive.deliveries)
+    data = reading.with_earlier(tables, trained.encoder, args.history, phases, project_path(cfg.data_dir), args.sources)
+    tables, known = replace(tables, deliveries=data.deliveries), data.known
+    summary.known_from, summary.notes = data.known_from, data.notes
     if before and len(known):  # no player, ground or league has a record before the data's first match
         first = pd.Timestamp(known["date"].min()).date()
         dated = tables.matches.set_index(tables.matches["match_id"].astype(str))["date"]

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.config import DEFAULT_TRACKING_URI
-from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables
-from cricket_attn.data.histories import days
+from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
+from cricket_attn.data.features import with_registry_ids
+from cricket_attn.data.histories import days, known_deliveries
 from cricket_attn.data.sources import MATCH_FILE_KINDS, MatchFile, iter_match_files, resolve_source, what_is_in
 from cricket_attn.inference.recent import BY_MODEL, STRENGTH, strength
 
@@ -112,6 +113,49 @@ def known_sources(history: list[str] | None, encoder) -> tuple[list[str] | None,
     if history:
         return history, f"{', '.join(history)} (--history)"
     return encoder.sources, f"{', '.join(encoder.sources or ['embedded'])} (the model's training data)"
+
+
+@dataclass
+class Earlier:
+    """A command's matches beside the earlier matches a model reads its records, histories and the league's
+    recent level from (`with_earlier`)."""
+
+    deliveries: pd.DataFrame  # the command's deliveries, each player under the registry id his name has anywhere
+    known: pd.DataFrame  # those and the earlier matches', each match once (`known_deliveries`)
+    matches: pd.DataFrame  # the command's matches and the earlier ones', each once
+    known_from: str  # where the earlier matches came from, as the summary says it ("": none read)
+    notes: list[str]  # what was done to the data on the way, a line each
+    skipped: list[str]  # the earlier matches' files left out, and why
+
+
+def with_earlier(
+    tables: Ingested,
+    encoder,
+    history: list[str] | None,
+    phases: PhaseRules,
+    data_dir: Path,
+    sources: list[str] | None,
+    needed: bool = True,
+) -> Earlier:
+    """`tables` (what a command works on, read from `sources`) with the earlier matches its model reads:
+    `--history` where given, else the data the model was trained on (`known_sources`); not read again where
+    they are `sources` themselves, nor at all where not `needed`. A player a file names without a registry
+    id is one player with the id his name has in either (`with_registry_ids`), not a second keyed by name.
+    Earlier matches that give no delivery are refused in one line naming where they were looked for."""
+    earlier, known_from = known_sources(history, encoder)
+    notes = dated_ahead(tables)
+    if not needed or earlier == sources:
+        filled, filling = with_registry_ids(tables.deliveries)
+        known_from = known_from if needed else ""
+        return Earlier(filled, filled, tables.matches, known_from, notes + filling, [])
+    archive = load_tables(earlier, phases, data_dir)
+    if archive.deliveries.empty:
+        named = f"--history {' '.join(history)}" if history else known_from
+        raise ValueError(f"{named}: {nothing_found(earlier or [], archive)}")
+    filled, filling = with_registry_ids(tables.deliveries, archive.deliveries)
+    known = with_registry_ids(known_deliveries(filled, archive.deliveries))[0]
+    matches = pd.concat([tables.matches, archive.matches], ignore_index=True).drop_duplicates("match_id")
+    return Earlier(filled, known, matches, known_from, notes + filling, [s.reason for s in archive.skipped])
 
 
 def named_list(what: str, names: list[str], show: int = 10) -> str:

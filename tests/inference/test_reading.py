@@ -3,8 +3,11 @@ they print about the matches, what was left out and where the model's earlier ma
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from types import SimpleNamespace
+
+import pytest
 
 from cricket_attn.inference.reading import (
     CommandSummary,
@@ -14,6 +17,7 @@ from cricket_attn.inference.reading import (
     named_list,
     nothing_found,
     read_matches,
+    with_earlier,
 )
 from tests.conftest import FIXTURES
 
@@ -72,3 +76,38 @@ def test_the_summary_names_the_model_what_it_did_not_know_and_what_was_skipped()
     assert "model:              run 1" in text and "earlier matches:    embedded" in text
     assert "batters unknown to the model: 1 (A Newman)" in text
     assert "skipped:            1\n  x.json: not JSON" in text and text.endswith("written:            out.csv (0.00 s)")
+
+
+def test_a_commands_matches_beside_the_earlier_ones_each_match_once_each_player_by_his_id(tmp_path, phases):
+    """The earlier matches (`--history`, else the model's data) are read beside the command's: every match once,
+    and a player of a file without a registry given the id his name has in the earlier matches."""
+    first = sorted(FIXTURES.glob("*.json"))[0]
+    doc = json.loads(first.read_bytes())
+    doc["info"].pop("registry")
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / first.name).write_text(json.dumps(doc))
+    tables = read_matches([str(files)], tmp_path / "data", phases)
+    assert (tables.deliveries["batter_id"].isna() | (tables.deliveries["batter_id"] == "")).all()
+    model = SimpleNamespace(sources=None)
+    data = with_earlier(tables, model, [str(FIXTURES)], phases, tmp_path / "data", [str(files)])
+    archive = read_matches([str(FIXTURES)], tmp_path / "data", phases)
+    assert data.known_from == f"{FIXTURES} (--history)" and data.skipped == []
+    assert sorted(data.matches["match_id"]) == sorted(archive.matches["match_id"])  # the command's match once
+    assert data.known["match_id"].astype(str).value_counts().to_dict() == (
+        archive.deliveries["match_id"].astype(str).value_counts().to_dict()
+    )
+    given = data.deliveries.set_index("batter")["batter_id"].astype(object)
+    by_archive = archive.deliveries.drop_duplicates("batter").set_index("batter")["batter_id"].astype(object)
+    assert (given.to_numpy() == by_archive[given.index].to_numpy()).all() and given.notna().all()
+    assert f"registry ids by name: {3 * len(tables.deliveries):,} ball-roles" in data.notes[0]
+    # Not needed (a model of no records, no recent level): the command's own matches alone, nothing said.
+    alone = with_earlier(tables, model, [str(FIXTURES)], phases, tmp_path / "data", [str(files)], needed=False)
+    assert alone.known is alone.deliveries and alone.known_from == "" and len(alone.matches) == 1
+    # The earlier matches are the command's own: not read twice.
+    same = with_earlier(tables, model, [str(files)], phases, tmp_path / "data", [str(files)])
+    assert same.known is same.deliveries and len(same.matches) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match=f"^--history {empty}: no Cricsheet match files"):
+        with_earlier(tables, model, [str(empty)], phases, tmp_path / "data", [str(files)])
