@@ -17,6 +17,18 @@ import pandas as pd
 import psutil
 
 from cricket_attn.atomic import atomic_path
+from cricket_attn.config import DEFAULT_EXPERIMENT, DEFAULT_TRACKING_URI
+
+
+def add_tracking(p: argparse.ArgumentParser, experiment: bool = True) -> None:
+    """`--tracking-uri` (and `--experiment`), as every command that reads or writes MLflow runs takes them."""
+    p.add_argument(
+        "--tracking-uri",
+        default=DEFAULT_TRACKING_URI,
+        help="MLflow tracking URI (default: the project's mlflow.db, which `make dashboard` shows)",
+    )
+    if experiment:
+        p.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment (default: %(default)s)")
 
 
 def os_reason(err: OSError) -> str:

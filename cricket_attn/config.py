@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
 DEFAULT_TRACKING_URI = f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"  # the project's MLflow store
+DEFAULT_EXPERIMENT = "cricket_attn"  # conf/logger/mlflow.yaml's experiment_name (a test holds them equal)
 
 
 def load_data_config(name: str = "ipl") -> DictConfig:

@@ -44,7 +44,7 @@ from mlflow.utils.mlflow_tags import (
 from omegaconf import DictConfig, OmegaConf
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.config import PROJECT_ROOT
+from cricket_attn.config import DEFAULT_EXPERIMENT, PROJECT_ROOT
 from cricket_attn.metrics import plot_phases, plot_reliability, score
 
 # The project's store, for the command-line tools outside Hydra (conf/paths/default.yaml says the same).
@@ -433,7 +433,7 @@ def ending(uri: str, run_id: str) -> Iterator[None]:
     MlflowClient(uri).set_terminated(run_id, "FINISHED")
 
 
-def latest_transformer_run(uri: str, experiment: str = "cricket_attn", data_key: str | None = None):
+def latest_transformer_run(uri: str, experiment: str = DEFAULT_EXPERIMENT, data_key: str | None = None):
     """The finished transformer run with a test report that ended last, or None; with `data_key`, among
     the runs whose datasets (`log_datasets`) are the tables of that key."""
     client = MlflowClient(uri)

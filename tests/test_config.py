@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from cricket_attn.config import CONF_DIR, load_data_config, project_path
+from cricket_attn.config import CONF_DIR, DEFAULT_EXPERIMENT, load_data_config, project_path
 from cricket_attn.data.datamodule import CricketDataModule
 from cricket_attn.data.records import RecordSettings
 from cricket_attn.data.teacher import fit_teacher
@@ -68,6 +68,8 @@ def test_the_other_defaults_in_code_are_conf():
     teacher = inspect.signature(fit_teacher).parameters
     assert teacher["rate_strength"].default == data["rate_strength"]
     assert teacher["folds"].default is inspect.Parameter.empty
+    # The commands' --experiment default is the experiment training logs to.
+    assert OmegaConf.load(CONF_DIR / "logger" / "mlflow.yaml").experiment_name == DEFAULT_EXPERIMENT
 
 
 def test_a_data_config_reads_as_hydra_composes_it():

@@ -3,9 +3,16 @@ head-by-head report (the statistics and pictures themselves: cricket_attn.infere
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from cricket_attn import progress
+from cricket_attn.atomic import atomic_path
+from cricket_attn.cli import add_tracking, check_out_folder, run_command, writing
+from cricket_attn.config import load_data_config, project_path
+from cricket_attn.data.deliveries import PhaseRules
 from cricket_attn.inference.attention import (
     head_report,
     history_report,
@@ -14,6 +21,8 @@ from cricket_attn.inference.attention import (
     report_table,
 )
 from cricket_attn.inference.attention_pictures import draw_match
+from cricket_attn.inference.reading import nothing_found, read_matches, with_earlier
+from cricket_attn.inference.serving import load_trained
 
 
 def parse_ball(text: str) -> tuple[int, int]:
@@ -26,11 +35,6 @@ def parse_ball(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """`cricket-attn-attention`: pictures of what each head attends to, and the head-by-head report."""
-    import argparse
-
-    from cricket_attn.cli import run_command
-    from cricket_attn.config import DEFAULT_TRACKING_URI
-
     p = argparse.ArgumentParser(prog="cricket-attn-attention", description=main.__doc__.split(": ", 1)[1])
     p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
     p.add_argument("--out", required=True, type=Path, help="folder for the PNGs and the report")
@@ -48,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         "--history",
         action="append",
         help="Cricsheet data of earlier matches, for a model that reads players' histories or records "
-        "(repeatable; default: the embedded IPL archive)",
+        "(repeatable; default: the data the model was trained on)",
     )
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    add_tracking(p, experiment=False)
     p.add_argument("sources", nargs="+", help="Cricsheet zips, folders or match files")
     return run_command("cricket-attn-attention", draw_command, p.parse_args(argv))
 
@@ -58,16 +62,6 @@ def main(argv: list[str] | None = None) -> int:
 def draw_command(args) -> str:
     """What `cricket-attn-attention` does once its arguments are read: the arguments checked, then the
     output folder, before the model is loaded; what it wrote, as a line."""
-    from omegaconf import OmegaConf
-
-    from cricket_attn.atomic import atomic_path
-    from cricket_attn.cli import check_out_folder, writing
-    from cricket_attn.config import load_data_config, project_path
-    from cricket_attn.data.deliveries import PhaseRules, load_tables
-    from cricket_attn.data.histories import known_deliveries
-    from cricket_attn.inference.reading import nothing_found, read_matches
-    from cricket_attn.inference.serving import load_trained
-
     if (args.innings is not None or args.ball) and not args.match:
         raise ValueError("--innings and --ball need --match")
     ball = parse_ball(args.ball) if args.ball else None
@@ -79,12 +73,14 @@ def draw_command(args) -> str:
     data = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(data.phases, resolve=True))
     tables = read_matches(args.sources, project_path(data.data_dir), phases)
-    d = tables.deliveries
-    if d.empty:
+    if tables.deliveries.empty:
         raise ValueError(f"nothing to draw in {', '.join(args.sources)}: {nothing_found(args.sources, tables)}")
-    if trained.encoder.reads_known:  # players' histories and records from the earlier matches, as in training
-        archive = load_tables(args.history, phases, project_path(data.data_dir))
-        trained.encoder.attach_known(known_deliveries(d, archive.deliveries))
+    reads = trained.encoder.reads_known  # players' histories and records from the earlier matches, as in training
+    data_dir = project_path(data.data_dir)
+    earlier = with_earlier(tables, trained.encoder, args.history, phases, data_dir, args.sources, reads)
+    d = earlier.deliveries
+    if reads:
+        trained.encoder.attach_known(earlier.known)
     if args.match:
         d = d[d["match_id"].astype(str) == args.match]
         if d.empty:

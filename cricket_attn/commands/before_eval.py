@@ -34,8 +34,7 @@ import torch
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.cli import check_memory, run_command
-from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.cli import add_tracking, check_memory, run_command
 from cricket_attn.data.records import RecordBook
 from cricket_attn.inference.serving import load_with_data
 from cricket_attn.metrics import (
@@ -107,8 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="folder for the report, the games and the players' lines (and the finished matches while it runs)",
     )
     p.add_argument("--seed", type=count(0), default=0)
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--experiment", default="cricket_attn")
+    add_tracking(p)
     return p.parse_args(argv)
 
 

@@ -15,7 +15,8 @@ import sys
 from omegaconf import OmegaConf
 
 from cricket_attn import tracking
-from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
+from cricket_attn.cli import add_tracking
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.splits import SeasonSplit
 from cricket_attn.inference.checkpoints import CheckpointError
@@ -29,8 +30,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--split", default="test", choices=["train", "validation", "test"])
     p.add_argument("--data", default="ipl", help="data config in conf/data/ (phases, split, sources)")
     p.add_argument("--sources", nargs="*", help="Cricsheet zips, folders or files (default: the data config's)")
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--experiment", default="cricket_attn")
+    add_tracking(p)
     p.add_argument("--no-log", action="store_true", help="print the metrics only; no MLflow run")
     return p.parse_args(argv)
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from cricket_attn import tracking
-from cricket_attn.cli import check_out_path, run_command, write_table
-from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.cli import add_tracking, check_out_path, run_command, write_table
 from cricket_attn.data.deliveries import PHASES
 from cricket_attn.inference.matchups import FIGURES, evaluate_pairs, matchup_table, plot_table
 from cricket_attn.inference.serving import load_with_data
@@ -46,8 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--evaluate", action="store_true", help="score the test seasons' deliveries of pairs that had met")
     ev.add_argument("--test", type=int, nargs="+", default=[2025], help="the seasons scored (default 2025)")
     ev.add_argument("--choose-on", type=int, default=2024, help="the season the baseline's shrinkage is chosen on")
-    ev.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    ev.add_argument("--experiment", default="cricket_attn")
+    add_tracking(ev)
     p.add_argument("--data", default="ipl")
     p.add_argument("--sources", nargs="*", help="Cricsheet data (default: the --data config's sources)")
     p.add_argument("--seed", type=count(0), default=0)

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.cli import (
+    add_tracking,
     check_can_write_in,
     check_memory,
     check_out_folder,
@@ -28,7 +29,7 @@ from cricket_attn.cli import (
     write_table,
     writing,
 )
-from cricket_attn.config import DEFAULT_TRACKING_URI, load_data_config, project_path
+from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
 from cricket_attn.inference.reading import named_list, nothing_found, with_earlier
@@ -91,8 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Cricsheet data whose earlier matches give records, beside those valued (repeatable; default: the "
         "data the model was trained on)",
     )
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--experiment", default="cricket_attn")
+    add_tracking(p)
     p.add_argument("--no-mlflow", action="store_true", help="write the files only, no MLflow run")
     p.add_argument(
         "sources", nargs="*", help="Cricsheet zips, folders or match files (default: --data's, else the model's data)"

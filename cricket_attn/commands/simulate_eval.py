@@ -20,8 +20,7 @@ import torch
 
 from cricket_attn import tracking
 from cricket_attn.atomic import atomic_path
-from cricket_attn.cli import check_memory, run_command
-from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.cli import add_tracking, check_memory, run_command
 from cricket_attn.inference.recent import BY_MODEL, level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_with_data
 from cricket_attn.metrics import markdown_table, save_figure
@@ -93,8 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="only these competitions' matches (test, baselines, scorebook), as the files name them; a model "
         "that reads earlier matches still reads every competition's (default: every competition of --data)",
     )
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
-    p.add_argument("--experiment", default="cricket_attn")
+    add_tracking(p)
     return p.parse_args(argv)
 
 

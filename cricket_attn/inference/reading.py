@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cricket_attn.config import DEFAULT_TRACKING_URI
+from cricket_attn.cli import add_tracking
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import days, known_deliveries
@@ -184,7 +184,7 @@ def scoring_parser(
     p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
     p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
     p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
+    add_tracking(p, experiment=False)
     p.add_argument("--history", action="append", help=history)
     p.add_argument(
         "--recent-level",
