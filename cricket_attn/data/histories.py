@@ -9,6 +9,7 @@ name), else by name. Super overs are left out, as they are of the sequences.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,10 @@ ROLES = ("batter", "bowler")
 # (the bowler for a batter's ball, the batter for a bowler's), its phase and season, its date (days
 # since 1970) and its competition (for the reader's report, cricket_attn.commands.attention).
 NO_BALL = -1  # an empty history slot (a player with fewer than K earlier balls)
+# A history ball as the model reads it: outcome class (-1: an empty slot), the opponent's id in the other
+# role's vocabulary, phase, and how long before the match it was, as floor(log2(days)) up to 15.
+HISTORY_FIELDS = ("outcome", "opponent", "phase", "age")
+HISTORY_AGE_BUCKETS = 16
 
 
 def days(dates: pd.Series) -> np.ndarray:
@@ -115,3 +120,72 @@ def known_deliveries(*tables: pd.DataFrame) -> pd.DataFrame:
         parts.append(d[~ids.isin(seen)].astype({c: object for c in ("outcome", "phase", "batter", "bowler")}))
         seen |= set(ids)
     return pd.concat(parts, ignore_index=True)
+
+
+@dataclass
+class PlayerHistories:
+    """Every player's last `k` balls of earlier matches in each role as the model reads them, built from the
+    known deliveries (`build`): for the balls of a table (`tensors`), or for a side listed by name (`of`)."""
+
+    stores: dict[str, HistoryStore]
+    opponents: dict[str, np.ndarray]  # each stored ball's opponent as the model's vocabulary of his role codes him
+    k: int
+
+    @classmethod
+    def build(cls, known: pd.DataFrame, k: int, encode: Mapping[str, Callable[[pd.Series], np.ndarray]]):
+        """`encode[role]`: codes a player of `role` as the model's vocabulary does (a batter's opponents are
+        bowlers: `encode["bowler"]` codes them)."""
+        stores = {role: HistoryStore.build(known, role) for role in ROLES}
+        opponents = {
+            role: encode[ROLES[1 - ROLES.index(role)]](pd.Series(store.tokens["opponent"], dtype=object))
+            for role, store in stores.items()
+        }
+        return cls(stores, opponents, k)
+
+    def tensors(self, d: pd.DataFrame, seq_id: np.ndarray) -> tuple[dict, dict]:
+        """(per ball, per sequence): each ball's `batter_slot` and `bowler_slot`, and each sequence's
+        `batter_history` and `bowler_history`, (n_seq, players, k, len(HISTORY_FIELDS)) integers."""
+        per_ball, per_sequence = {}, {}
+        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
+        for role in ROLES:
+            slot, index, listed = sequence_histories(d, self.stores[role], self.k)
+            players = int(listed["slot"].max()) + 1 if len(listed) else 1
+            table = np.zeros((n_seq, players, self.k, len(HISTORY_FIELDS)), dtype=np.int64)
+            table[..., 0] = -1
+            table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = self.tokens(
+                role, index, listed["day"].to_numpy()
+            )
+            per_ball[f"{role}_slot"] = slot
+            per_sequence[f"{role}_history"] = table
+        return per_ball, per_sequence
+
+    def tokens(self, role: str, index: np.ndarray, day: np.ndarray) -> np.ndarray:
+        """(players, k, fields): the history balls `index` (`HistoryStore.before`) of players whose match is
+        on `day` (players,), as the model reads them."""
+        store = self.stores[role]
+        empty = index == NO_BALL
+        at = np.where(empty, 0, index)
+
+        def take(values: np.ndarray, fill: int) -> np.ndarray:
+            return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
+
+        gap = np.maximum(day[:, None] - take(store.tokens["day"], 0), 1)  # days before
+        return np.stack(
+            [
+                take(store.tokens["outcome"], -1),
+                take(self.opponents[role], 0),
+                take(store.tokens["phase"], 0),
+                np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1)),
+            ],
+            axis=-1,
+        )
+
+    def of(self, role: str, names: list[str], date, ids: Mapping[str, str] | None = None) -> np.ndarray:
+        """(len(names), k, fields): the histories of players listed by name (a side as a simulated match lists
+        it) as of a match on `date`, by the same rule as `tensors`; a name no history holds (or the unknown
+        player, an empty name) has none. A player is his registry id in `ids` (the match's), else the player
+        of that name who played last."""
+        store, ids = self.stores[role], ids or {}
+        keys = np.array([ids.get(name) or store.names.get(name, name) for name in names], dtype=object)
+        day = np.full(len(names), days(pd.Series([pd.Timestamp(date)]))[0])
+        return self.tokens(role, store.before(keys, day, self.k), day)

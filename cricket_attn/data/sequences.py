@@ -15,7 +15,7 @@ import pandas as pd
 
 from cricket_attn.data.batches import BallSequences
 from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, entity_key, match_state
-from cricket_attn.data.histories import NO_BALL, ROLES, HistoryStore, days, sequence_histories
+from cricket_attn.data.histories import HISTORY_AGE_BUCKETS, HISTORY_FIELDS, PlayerHistories, days
 from cricket_attn.data.records import BLOCK_WIDTHS, RecordBook, RecordSettings
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 
@@ -23,10 +23,6 @@ from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
 # file, and a player so named would share the unknown's embedding; a player with an empty name is unknown.
 UNK = ""
 QUANTILE_STEPS = 32  # the scaled features' training quantiles kept, at levels 0, 1/32, ..., 1
-# A history ball as the model reads it: outcome class (-1: an empty slot), the opponent's id in the other
-# role's vocabulary, phase, and how long before the match it was, as floor(log2(days)) up to 15.
-HISTORY_FIELDS = ("outcome", "opponent", "phase", "age")
-HISTORY_AGE_BUCKETS = 16
 
 
 @dataclass
@@ -78,11 +74,9 @@ class SequenceEncoder:
     quantiles: np.ndarray | None = None  # (F, QUANTILE_STEPS + 1) of the scaled features, for binned embeddings
     history_balls: int = 0  # K: each ball also gets its batter's and bowler's last K balls of earlier matches
     first_innings: bool = False  # each chase sequence also gets every ball of its match's first innings
-    # Where those come from: every player's balls in each role (`HistoryStore`), built from the whole
-    # deliveries table, not saved with the encoder (`attach_known`).
-    histories: dict[str, HistoryStore] | None = field(default=None, repr=False, compare=False)
-    # Each store's opponents as ids in the other role's vocabulary, encoded once when attached.
-    history_opponents: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    # Where those come from: every player's balls in each role, built from the known deliveries, not saved
+    # with the encoder (`attach_known`).
+    histories: PlayerHistories | None = field(default=None, repr=False, compare=False)
     names: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     # With `records` (RecordSettings as a dict), each ball reads its batter's, bowler's, venue's and
     # competition's records as of its match's date (`RecordBook.block`) in place of rates fitted on the
@@ -236,70 +230,17 @@ class SequenceEncoder:
             self.record_book = RecordBook(kept, RecordSettings(**self.records))
         if not self.history_balls:
             return
-        self.histories = {role: HistoryStore.build(known, role) for role in ROLES}
-        vocab = {"batter": self.bowlers, "bowler": self.batters}  # a batter's opponents are bowlers
-        self.history_opponents = {
-            role: vocab[role].encode(pd.Series(store.tokens["opponent"], dtype=object))
-            for role, store in self.histories.items()
-        }
+        encode = {"batter": self.batters.encode, "bowler": self.bowlers.encode}
+        self.histories = PlayerHistories.build(known, self.history_balls, encode)
 
-    def history_tensors(self, d: pd.DataFrame, seq_id: np.ndarray) -> tuple[dict, dict]:
-        """(per ball, per sequence): each ball's `batter_slot` and `bowler_slot`, and each sequence's
-        `batter_history` and `bowler_history`, (n_seq, players, K, len(HISTORY_FIELDS)) integers."""
+    def attached_histories(self) -> PlayerHistories:
+        """The players' histories (`history_balls`), refused in one line where none were attached."""
         if self.histories is None:
             raise ValueError(
-                "the encoder reads players' histories (history_balls="
-                f"{self.history_balls}) but none are attached: call attach_known(deliveries)"
+                f"the encoder reads players' histories (history_balls={self.history_balls}) but none are "
+                "attached: call attach_known(deliveries)"
             )
-        keys = ("match_id", "innings")
-        per_ball, per_sequence = {}, {}
-        n_seq = int(seq_id.max()) + 1 if len(seq_id) else 0
-        for role in ROLES:
-            slot, index, listed = sequence_histories(d, self.histories[role], self.history_balls, keys)
-            table = np.zeros(
-                (n_seq, int(listed["slot"].max()) + 1 if len(listed) else 1, self.history_balls, len(HISTORY_FIELDS)),
-                dtype=np.int64,
-            )
-            table[..., 0] = -1
-            table[listed["sequence"].to_numpy(), listed["slot"].to_numpy()] = self.history_tokens(
-                role, index, listed["day"].to_numpy()
-            )
-            per_ball[f"{role}_slot"] = slot
-            per_sequence[f"{role}_history"] = table
-        return per_ball, per_sequence
-
-    def history_tokens(self, role: str, index: np.ndarray, day: np.ndarray) -> np.ndarray:
-        """(players, K, fields): the history balls `index` (`HistoryStore.before`) of players whose match is
-        on `day` (players,), as the model reads them."""
-        store = self.histories[role]
-        empty = index == NO_BALL
-        at = np.where(empty, 0, index)
-
-        def take(values: np.ndarray, fill: int) -> np.ndarray:
-            return np.where(empty, fill, values[at]) if len(store) else np.full(at.shape, fill)
-
-        gap = np.maximum(day[:, None] - take(store.tokens["day"], 0), 1)  # days before
-        return np.stack(
-            [
-                take(store.tokens["outcome"], -1),
-                take(self.history_opponents[role], 0),
-                take(store.tokens["phase"], 0),
-                np.where(empty, 0, np.minimum(np.log2(gap).astype(np.int64), HISTORY_AGE_BUCKETS - 1)),
-            ],
-            axis=-1,
-        )
-
-    def histories_of(self, role: str, names: list[str], date, ids: dict[str, str] | None = None) -> np.ndarray:
-        """(len(names), K, fields): the histories of players listed by name (a side as a simulated match
-        lists it) as of a match on `date`, by the same rule as `history_tensors`; a name no history holds
-        (or the unknown, UNK) has none. A player is his registry id in `ids` (the match's), else the player
-        of that name who played last."""
-        if self.histories is None:
-            raise ValueError("the encoder reads players' histories but none are attached: call attach_known")
-        store, ids = self.histories[role], ids or {}
-        keys = np.array([ids.get(name) or store.names.get(name, name) for name in names], dtype=object)
-        day = np.full(len(names), days(pd.Series([pd.Timestamp(date)]))[0])
-        return self.history_tokens(role, store.before(keys, day, self.history_balls), day)
+        return self.histories
 
     def encode(self, d: pd.DataFrame, out_of_fold: bool = False) -> BallSequences:
         """Regular innings of `d` as sequences. Super overs are left out (their own tiny game)."""
@@ -334,7 +275,7 @@ class SequenceEncoder:
         seq_id = d.groupby(["match_id", "innings"], sort=False, observed=True).ngroup().to_numpy()
         per_sequence = {}
         if self.history_balls:
-            slots, per_sequence = self.history_tensors(d, seq_id)
+            slots, per_sequence = self.attached_histories().tensors(d, seq_id)
             per_ball.update(slots)
         if self.first_innings:
             per_sequence["first_innings"] = self.first_innings_tensor(d, seq_id, per_ball)

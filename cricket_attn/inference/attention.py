@@ -233,7 +233,7 @@ def history_report(
     nothing: dict[str, list[float]] = {}  # reader -> [balls with no history, attention on "nothing", balls]
     histories = {}
     for role in net.cfg.history_roles:
-        store = encoder.histories[role]
+        store = encoder.attached_histories().stores[role]
         _, index, listed = sequence_histories(regular, store, K)
         at = np.where(index == NO_BALL, 0, index)
         gap = listed["day"].to_numpy()[:, None] - store.tokens["day"][at]

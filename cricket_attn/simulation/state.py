@@ -376,13 +376,14 @@ def side_slots(players: list[str], size: int = 11) -> list[str]:
 def slot_histories(encoder: SequenceEncoder, setup: InningsSetup) -> dict[str, torch.Tensor]:
     """`batter_history` and `bowler_history`, (1, slots, K, fields): the players' histories of each slot of
     the batting and the bowling side (the unknown fills: none) as of the match's date
-    (`SequenceEncoder.histories_of`)."""
+    (`PlayerHistories.of`)."""
     if setup.date is None:
         raise ValueError(
             "the model reads players' histories, which are as of the match's date: the innings setup has no date"
         )
+    histories = encoder.attached_histories()
     return {
-        f"{role}_history": torch.as_tensor(encoder.histories_of(role, side_slots(side), setup.date, setup.ids))[None]
+        f"{role}_history": torch.as_tensor(histories.of(role, side_slots(side), setup.date, setup.ids))[None]
         for role, side in (("batter", setup.batting), ("bowler", setup.bowling))
     }
 
