@@ -23,12 +23,12 @@ from cricket_attn.atomic import atomic_path
 from cricket_attn.cli import add_tracking, check_memory, run_command
 from cricket_attn.inference.recent import BY_MODEL, level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_with_data
-from cricket_attn.metrics import markdown_table, save_figure
+from cricket_attn.metrics import markdown_table
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
-from cricket_attn.simulation.against_baselines import evaluate
+from cricket_attn.simulation.against_baselines import evaluate, summary_metrics
 from cricket_attn.simulation.match import BYTES_A_SIMULATION, most_states, project_match
-from cricket_attn.simulation.plots import plot_match
+from cricket_attn.simulation.plots import plot_chase_reliability, plot_match
 from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 
@@ -96,68 +96,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def plot_reliability(table, path: Path, n: int) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
-    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
-    ax.plot(table["forecast"], table["observed"], marker="o")
-    ax.set(
-        xlabel="simulated win probability of the chasing side",
-        ylabel="how often it won",
-        xlim=(0, 1),
-        ylim=(0, 1),
-        title=f"Chases, every over start ({n} simulations each)",
-    )
-    return save_figure(fig, path)
-
-
-def causes(sim: Simulator, d, matches, args: argparse.Namespace, levels=None) -> dict[str, tuple[str, object]]:
-    """Where the simulator can go wrong, each measured on its own (`cricket_attn.simulation.realism`), on the
-    last training season and the test seasons: name -> (title, table)."""
-    train = d[d["season"].between(sim.encoder.first_season, args.train_until)]
-    shown = d[d["season"].isin([args.train_until, *args.test])]
-    if args.matches:  # a quick look: only the chosen test matches
-        shown = shown[shown["season"].isin(args.test)]
-    why = {
-        "levels": (
-            "Per delivery, real against the model (each ball predicted from the real balls before it, valued "
-            "by the training seasons' class values; gap per innings: model minus real, times an innings' "
-            "deliveries):",
-            realism.per_ball_levels(sim, shown, train, levels),
-        ),
-        "extras": (
-            "Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
-            realism.extras_values(train, d[d["season"].isin(args.test)]),
-        ),
-        "bowlers": (
-            "The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
-            "even: drawing evenly among those who may bowl it):",
-            realism.bowler_rule_fit(sim, shown, matches),
-        ),
-    }
-    if args.check_sims:
-        per_innings = realism.simulate_from_the_start(sim, shown, matches, args.check_sims, args.seed, levels)
-        why["from_the_start"] = (
-            f"Simulated against real innings from ball 0 ({args.check_sims} simulations of "
-            "each, the chase with its real target):",
-            realism.season_table(per_innings),
-        )
-    if args.who_sims:
-        per_point = realism.who_plays(sim, shown, matches, n=args.who_sims, seed=args.seed, levels=levels)
-        why["who_plays"] = (
-            f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
-            f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
-            f"real batting order, and both ({args.who_sims} simulations from each state, the same draws "
-            "for each):",
-            realism.who_plays_table(per_point),
-        )
-    return why
-
-
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     tracking.check_tracking_uri(args.tracking_uri)
@@ -186,7 +124,10 @@ def run(args: argparse.Namespace) -> str:
     # The scorebook takes the model's training seasons; the bowler rule, for each match, the matches before it.
     sim = Simulator.build(trained.model, trained.encoder, phases, d, args.spread, form)
     result = evaluate(sim, d, tables.matches, args.train_until, args.test, args.sims, args.seed, levels)
-    why = causes(sim, d, tables.matches, args, levels)
+    why = realism.causes(
+        sim, d, tables.matches, args.train_until, args.test, args.seed, args.check_sims, args.who_sims,
+        test_only=bool(args.matches), levels=levels,
+    )  # fmt: skip
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     report = "\n\n".join(
@@ -211,7 +152,7 @@ def run(args: argparse.Namespace) -> str:
     for name in ("chases", "first"):
         with atomic_path(out / f"{name}.parquet") as tmp:
             result[name].to_parquet(tmp, index=False)
-    pictures = [plot_reliability(result["reliability"], out / "reliability.png", args.sims)]
+    pictures = [plot_chase_reliability(result["reliability"], out / "reliability.png", args.sims)]
     for match_id in test_ids[: args.plots]:
         match = d[d["match_id"].astype(str) == match_id]
         pictures += plot_match(
@@ -229,33 +170,10 @@ def run(args: argparse.Namespace) -> str:
         description=report,
     )
     with tracking.ending(uri, run_id):
-        win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
-        metrics = {
-            "sim/brier": win.loc["all over starts", "simulator_brier"],
-            "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
-            "sim/ece": win.loc["all over starts", "simulator_ece"],
-            "sim/bias": win.loc["all over starts", "simulator_bias"],
-            "baseline/brier": win.loc["all over starts", "logistic_brier"],
-            "paired/brier_diff": win.loc["all over starts", "brier_diff"],
-        }
-        for label, key in (
-            ("chase start", "start"),
-            ("after 6 overs", "6"),
-            ("after 10 overs", "10"),
-            ("after 15 overs", "15"),
-        ):
-            metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
-        for _, row in why["levels"][1].iterrows():
-            key = f"{row['season']}_{row['innings_kind']}"
-            metrics[f"why/runs_gap_per_innings_{key}"] = row["runs_gap_per_innings"]
-            metrics[f"why/wickets_gap_per_innings_{key}"] = row["wickets_gap_per_innings"]
-        for k, row in totals.iterrows():
-            metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
-            metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]
-            metrics[f"baseline/total_mae_{k}"] = row["gbm_mae"]
+        metrics = summary_metrics(result, why["levels"][1])
         client = tracking.MlflowClient(uri)
         for name, value in metrics.items():
-            client.log_metric(run_id, name, float(value))
+            client.log_metric(run_id, name, value)
         tracking.log_params(
             uri,
             run_id,

@@ -238,3 +238,33 @@ def evaluate(
         "reliability": binary_reliability(chases["sim_win"].to_numpy(), chases["won"].to_numpy(), WIN_BINS),
         "no_result_matches": int(no_result),
     }
+
+
+def summary_metrics(result: dict, levels: pd.DataFrame) -> dict[str, float]:
+    """The figures of an evaluation (`evaluate`) and of the per-delivery levels (`realism.per_ball_levels`)
+    that an MLflow run of the simulator logs, by name."""
+    win, totals = result["win"].set_index("states"), result["totals"].set_index("after_overs")
+    metrics = {
+        "sim/brier": win.loc["all over starts", "simulator_brier"],
+        "sim/log_loss": win.loc["all over starts", "simulator_log_loss"],
+        "sim/ece": win.loc["all over starts", "simulator_ece"],
+        "sim/bias": win.loc["all over starts", "simulator_bias"],
+        "baseline/brier": win.loc["all over starts", "logistic_brier"],
+        "paired/brier_diff": win.loc["all over starts", "brier_diff"],
+    }
+    for label, key in (
+        ("chase start", "start"),
+        ("after 6 overs", "6"),
+        ("after 10 overs", "10"),
+        ("after 15 overs", "15"),
+    ):
+        metrics[f"sim/brier_{key}"] = win.loc[label, "simulator_brier"]
+    for _, row in levels.iterrows():
+        key = f"{row['season']}_{row['innings_kind']}"
+        metrics[f"why/runs_gap_per_innings_{key}"] = row["runs_gap_per_innings"]
+        metrics[f"why/wickets_gap_per_innings_{key}"] = row["wickets_gap_per_innings"]
+    for k, row in totals.iterrows():
+        metrics[f"sim/total_mae_{k}"] = row["simulator_mae"]
+        metrics[f"sim/total_coverage_{k}"] = row["simulator_coverage"]
+        metrics[f"baseline/total_mae_{k}"] = row["gbm_mae"]
+    return {name: float(value) for name, value in metrics.items()}

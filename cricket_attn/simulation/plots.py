@@ -170,3 +170,23 @@ def plot_before(projections: pd.DataFrame, lines: pd.DataFrame | None, folder: s
         ax.tick_params(axis="y", labelsize=8)
     fig.suptitle(f"Match {match} before the first ball: each player's line (W: wickets, F: fantasy points)", fontsize=9)
     return out + [save_figure(fig, folder / f"{match}-players.png")]
+
+
+def plot_chase_reliability(table: pd.DataFrame, path: str | Path, n: int) -> Path:
+    """The chases' reliability diagram (`against_baselines.evaluate`'s table): forecast against how often it won."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+    ax.plot(table["forecast"], table["observed"], marker="o")
+    ax.set(
+        xlabel="simulated win probability of the chasing side",
+        ylabel="how often it won",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=f"Chases, every over start ({n} simulations each)",
+    )
+    return save_figure(fig, path)

@@ -286,3 +286,58 @@ def who_plays_table(per_point: pd.DataFrame) -> pd.DataFrame:
         axis=1,
     )
     return out.reset_index()
+
+
+def causes(
+    sim: Simulator,
+    d: pd.DataFrame,
+    matches: pd.DataFrame,
+    train_until: int,
+    test: list[int],
+    seed: int = 0,
+    check_sims: int = 0,
+    who_sims: int = 0,
+    test_only: bool = False,
+    levels=None,
+) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Where the simulator can go wrong, each measured on its own, on the last training season and the test
+    seasons (`test_only`: the test seasons alone): name -> (title, table). `check_sims` simulations of each
+    innings from its first ball and `who_sims` from each state of the who-plays check (0: not run)."""
+    train = d[d["season"].between(sim.encoder.first_season, train_until)]
+    shown = d[d["season"].isin([train_until, *test])]
+    if test_only:
+        shown = shown[shown["season"].isin(test)]
+    why = {
+        "levels": (
+            "Per delivery, real against the model (each ball predicted from the real balls before it, valued "
+            "by the training seasons' class values; gap per innings: model minus real, times an innings' "
+            "deliveries):",
+            per_ball_levels(sim, shown, train, levels),
+        ),
+        "extras": (
+            "Run value of each outcome class, training seasons (the scorebook) against the test seasons:",
+            extras_values(train, d[d["season"].isin(test)]),
+        ),
+        "bowlers": (
+            "The bowler rule against the real bowler of each over after the first (log-likelihood per over; "
+            "even: drawing evenly among those who may bowl it):",
+            bowler_rule_fit(sim, shown, matches),
+        ),
+    }
+    if check_sims:
+        per_innings = simulate_from_the_start(sim, shown, matches, check_sims, seed, levels)
+        why["from_the_start"] = (
+            f"Simulated against real innings from ball 0 ({check_sims} simulations of "
+            "each, the chase with its real target):",
+            season_table(per_innings),
+        )
+    if who_sims:
+        per_point = who_plays(sim, shown, matches, n=who_sims, seed=seed, levels=levels)
+        why["who_plays"] = (
+            f"Who plays: the first-innings projection (bias: projected minus real; MAE) with the rules "
+            f"for the next bowler and batter, the real bowler of every over the real innings reached, the "
+            f"real batting order, and both ({who_sims} simulations from each state, the same draws "
+            "for each):",
+            who_plays_table(per_point),
+        )
+    return why

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
-from cricket_attn.simulation.against_baselines import Baselines, evaluate, over_start_states
+from cricket_attn.simulation.against_baselines import Baselines, evaluate, over_start_states, summary_metrics
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +46,11 @@ def test_evaluation_reports_every_checkpoint(fixture_simulator, fixture_tables):
     assert ((win["simulator_brier"] >= 0) & (win["simulator_brier"] <= 1)).all()
     assert list(totals["after_overs"]) == [6, 10, 15] and (totals["simulator_mae"] >= 0).all()
     assert r["chases"]["sim_win"].between(0, 1).all()
+    levels = pd.DataFrame({"season": [2025], "innings_kind": ["first"], "runs_gap_per_innings": [1.5],
+                           "wickets_gap_per_innings": [-0.25]})  # fmt: skip
+    logged = summary_metrics(r, levels)
+    assert logged["sim/brier"] == win["simulator_brier"].iloc[0]
+    assert logged["sim/brier_10"] == win.set_index("states").loc["after 10 overs", "simulator_brier"]
+    assert logged["sim/total_mae_15"] == totals.set_index("after_overs").loc[15, "simulator_mae"]
+    assert logged["why/runs_gap_per_innings_2025_first"] == 1.5
+    assert all(isinstance(v, float) for v in logged.values())
