@@ -32,14 +32,13 @@ from cricket_attn.cli import (
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
 from cricket_attn.data.sources import configured_sources
-from cricket_attn.inference.reading import named_list, nothing_found, with_earlier
+from cricket_attn.inference.reading import nothing_found, with_earlier
 from cricket_attn.inference.serving import TrainedModel, load_trained
-from cricket_attn.metrics import markdown_table
 from cricket_attn.settings import count
-from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, ROLES, value_matches
+from cricket_attn.valuation import reliability
+from cricket_attn.valuation.players import MIN_BALLS, N_BOOT, summary, value_matches
 from cricket_attn.valuation.plots import plot_card, plot_leaders
 from cricket_attn.valuation.reliability import MIN_BALLS as RELIABILITY_BALLS
-from cricket_attn.valuation.reliability import season_to_season, split_half
 
 GROUPS = ("season", "competition")
 MOST_PICTURES = 20  # groups whose leaders are drawn, the largest first
@@ -157,11 +156,6 @@ def reliability_path(args: argparse.Namespace) -> Path:
     return args.out.with_name(f"{args.out.stem}_reliability.md")
 
 
-def consecutive_seasons(d: pd.DataFrame) -> list[tuple[int, int]]:
-    seasons = sorted(d["season"].unique().tolist())
-    return [(a, b) for a, b in zip(seasons, seasons[1:]) if b == a + 1]
-
-
 def run(args: argparse.Namespace) -> str:
     start = time.perf_counter()
     for flag, path in (("--out", args.out), ("--balls-out", args.balls_out)):
@@ -198,7 +192,7 @@ def run(args: argparse.Namespace) -> str:
     if valued.empty:
         raise ValueError(f"nothing to value: the model takes none of the matches ({next(iter(refused.values()))})")
     keys = player_keys(trained, valued, args)
-    if args.reliability and not consecutive_seasons(valued):
+    if args.reliability and not reliability.consecutive_seasons(valued):
         raise ValueError(
             "--reliability: needs two consecutive seasons among those valued (e.g. --season 2024 --season 2025)"
         )
@@ -221,13 +215,13 @@ def run(args: argparse.Namespace) -> str:
     if args.balls_out is not None:  # before the table: a refusal here leaves no new --out behind
         write_table(balls, args.balls_out, "--balls-out")
     write_table(table, args.out)
-    report = summary(balls, table, by, args) + "".join(f"\nnote: {note}" for note in notes)
+    report = summary(balls, table, by, args.min_balls, args.player) + "".join(f"\nnote: {note}" for note in notes)
     if trained.encoder.reads_known:
         report += f"\nrecords from: {', '.join(map(str, sources or ['embedded']))}" + (
             f" and {data.known_from}" if known is not filled else ""
         )
     if args.reliability:
-        report += "\n\n" + reliability_report(balls, args)
+        report += "\n\n" + write_reliability(balls, args)
     if not args.no_mlflow:
         run_id = log_run(args, trained.source, balls, table, pictures, report)
         report += f"\nMLflow run {run_id}"
@@ -255,67 +249,9 @@ def draw(table: pd.DataFrame, args: argparse.Namespace, by: list[str], keys: dic
     return pictures
 
 
-def summary(balls: pd.DataFrame, table: pd.DataFrame, by: list[str], args: argparse.Namespace) -> str:
-    """What was valued, the sums that should be near zero for an average player's expectation, and the
-    leaders of the largest group."""
-    faced = balls[balls["faced"]]
-    lines = [
-        f"matches valued:     {balls['match_id'].nunique():,} ({len(balls):,} deliveries)",
-        f"players:            {table['player_id'].nunique():,}; ranked with {args.min_balls}+ balls: "
-        f"{int(table['rank'].notna().sum()):,} player-roles",
-        "an average player's expectation, summed over every ball (near zero if the model is calibrated):",
-        f"  runs above expected {faced['runs_above_expected'].sum():+.1f} of {faced['runs'].sum():,.0f} runs "
-        f"({faced['runs_above_expected'].mean():+.4f} a ball); runs saved {balls['runs_saved'].sum():+.1f} of "
-        f"{balls['conceded'].sum():,.0f} conceded; wickets above expected "
-        f"{balls['wickets_above_expected'].sum():+.1f} of {balls['bowler_wicket'].sum():,.0f}",
-        f"  with wickets priced in runs (runs value): batting {faced['batting_value'].sum():+.1f}, bowling "
-        f"{balls['bowling_value'].sum():+.1f}",
-    ]
-    if by:
-        largest = table.groupby(by, observed=True).size().idxmax()
-        largest = largest if isinstance(largest, tuple) else (largest,)
-        group = table[(table[by] == pd.Series(largest, index=by)).all(axis=1)]
-        lines.append(f"leaders of {' '.join(map(str, largest))}:")
-    else:
-        group = table
-        lines.append("leaders:")
-    for role in ROLES:
-        value = role.valued[0]
-        top = group[(group["role"] == role.name) & group["rank"].notna()].nsmallest(5, "rank")
-        shown = [f"{p} {v:+.1f} [{lo:+.1f}, {hi:+.1f}]" for p, v, lo, hi in
-                 zip(top["player"], top[value], top[f"{value}_low"], top[f"{value}_high"])]  # fmt: skip
-        lines.append(f"  {role.name} ({value.replace('_', ' ')}): " + ("; ".join(shown) or "none ranked"))
-    if args.player:
-        lines.append(named_list("players asked for", args.player))
-    return "\n".join(lines)
-
-
-NEXT = ["raw_next_value_r", "raw_next_value_r_low", "raw_next_value_r_high", "next_difference", "next_difference_low",
-        "next_difference_high"]  # fmt: skip
-
-
-def reliability_report(balls: pd.DataFrame, args: argparse.Namespace) -> str:
-    """Season to season (each pair of consecutive seasons valued) and split half (each season), as markdown,
-    also written beside --out."""
-    seasons = sorted(balls["season"].unique().tolist())
-    pairs = consecutive_seasons(balls)
-    columns = ["players", "value_r", "value_r_low", "value_r_high", "raw_r", "raw_r_low", "raw_r_high",
-               "difference", "difference_low", "difference_high"]  # fmt: skip
-    across = season_to_season(balls, pairs, args.min_balls_reliability, args.boot, args.seed)
-    within = split_half(balls, seasons, args.min_balls_reliability, args.boot, args.seed)
-    text = "\n\n".join(
-        [
-            f"Season to season (players with {args.min_balls_reliability}+ balls in both; value: the measure, per "
-            "100 balls (runs_value: with wickets priced in runs); raw: strike rate or economy; r: Pearson, 95% "
-            "intervals resampling players):",
-            markdown_table(across[["role", "value", "seasons", *columns]], 3),
-            "Which predicts next season's value better, the value or the raw rate of season N (the value's own "
-            "r, above, against the raw rate's with next season's value; economy with its sign turned):",
-            markdown_table(across[["role", "value", "seasons", "players", "value_r", *NEXT]], 3),
-            "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
-            markdown_table(within[["role", "value", "season", *columns, "value_full", "raw_full"]], 3),
-        ]
-    )
+def write_reliability(balls: pd.DataFrame, args: argparse.Namespace) -> str:
+    """The reliability report (`valuation.reliability.report`), also written beside --out."""
+    text = reliability.report(balls, args.min_balls_reliability, args.boot, args.seed)
     path = reliability_path(args)
     with writing("--out", path), atomic_path(path) as tmp:
         tmp.write_text(text + "\n")

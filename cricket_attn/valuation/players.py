@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from cricket_attn.inference.reading import named_list
 from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.valuation.expected import ClassValues, ball_values
 from cricket_attn.valuation.win import WinModel
@@ -158,3 +159,41 @@ def value_matches(
     win = None if matches is None else WinModel.fit(fitted, matches, seed)
     balls = ball_values(trained, deliveries, ClassValues.fit(fitted), known, win, matches)
     return balls, player_values(balls, by, min_balls, n_boot, seed)
+
+
+def summary(
+    balls: pd.DataFrame, table: pd.DataFrame, by: list[str], min_balls: int, asked: list[str] | None = None
+) -> str:
+    """What was valued (`value_matches`' balls and table), the sums that should be near zero for an average
+    player's expectation, and the leaders of the largest group (ranked with `min_balls`); `asked`: the
+    players a table was cut to."""
+    faced = balls[balls["faced"]]
+    lines = [
+        f"matches valued:     {balls['match_id'].nunique():,} ({len(balls):,} deliveries)",
+        f"players:            {table['player_id'].nunique():,}; ranked with {min_balls}+ balls: "
+        f"{int(table['rank'].notna().sum()):,} player-roles",
+        "an average player's expectation, summed over every ball (near zero if the model is calibrated):",
+        f"  runs above expected {faced['runs_above_expected'].sum():+.1f} of {faced['runs'].sum():,.0f} runs "
+        f"({faced['runs_above_expected'].mean():+.4f} a ball); runs saved {balls['runs_saved'].sum():+.1f} of "
+        f"{balls['conceded'].sum():,.0f} conceded; wickets above expected "
+        f"{balls['wickets_above_expected'].sum():+.1f} of {balls['bowler_wicket'].sum():,.0f}",
+        f"  with wickets priced in runs (runs value): batting {faced['batting_value'].sum():+.1f}, bowling "
+        f"{balls['bowling_value'].sum():+.1f}",
+    ]
+    if by:
+        largest = table.groupby(by, observed=True).size().idxmax()
+        largest = largest if isinstance(largest, tuple) else (largest,)
+        group = table[(table[by] == pd.Series(largest, index=by)).all(axis=1)]
+        lines.append(f"leaders of {' '.join(map(str, largest))}:")
+    else:
+        group = table
+        lines.append("leaders:")
+    for role in ROLES:
+        value = role.valued[0]
+        top = group[(group["role"] == role.name) & group["rank"].notna()].nsmallest(5, "rank")
+        shown = [f"{p} {v:+.1f} [{lo:+.1f}, {hi:+.1f}]" for p, v, lo, hi in
+                 zip(top["player"], top[value], top[f"{value}_low"], top[f"{value}_high"])]  # fmt: skip
+        lines.append(f"  {role.name} ({value.replace('_', ' ')}): " + ("; ".join(shown) or "none ranked"))
+    if asked:
+        lines.append(named_list("players asked for", asked))
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from cricket_attn.metrics import markdown_table
 from cricket_attn.valuation.players import ROLES, Role
 
 MIN_BALLS = 200
@@ -145,3 +146,36 @@ def split_half(
                 out[f"{what}_full"] = 2 * r / (1 + r) if np.isfinite(r) and r > -1 else np.nan
             rows.append({"role": role.name, "value": measure, "season": season, **out})
     return pd.DataFrame(rows)
+
+
+def consecutive_seasons(d: pd.DataFrame) -> list[tuple[int, int]]:
+    """The pairs of consecutive seasons among those of `d`."""
+    seasons = sorted(d["season"].unique().tolist())
+    return [(a, b) for a, b in zip(seasons, seasons[1:]) if b == a + 1]
+
+
+NEXT = ["raw_next_value_r", "raw_next_value_r_low", "raw_next_value_r_high", "next_difference", "next_difference_low",
+        "next_difference_high"]  # fmt: skip
+
+
+def report(balls: pd.DataFrame, min_balls: int, boot: int, seed: int = 0) -> str:
+    """Season to season (each pair of consecutive seasons of `balls`, `value_matches`' balls) and split half
+    (each season), players with `min_balls` balls, `boot` draws of the intervals: as markdown."""
+    seasons = sorted(balls["season"].unique().tolist())
+    columns = ["players", "value_r", "value_r_low", "value_r_high", "raw_r", "raw_r_low", "raw_r_high",
+               "difference", "difference_low", "difference_high"]  # fmt: skip
+    across = season_to_season(balls, consecutive_seasons(balls), min_balls, boot, seed)
+    within = split_half(balls, seasons, min_balls, boot, seed)
+    return "\n\n".join(
+        [
+            f"Season to season (players with {min_balls}+ balls in both; value: the measure, per "
+            "100 balls (runs_value: with wickets priced in runs); raw: strike rate or economy; r: Pearson, 95% "
+            "intervals resampling players):",
+            markdown_table(across[["role", "value", "seasons", *columns]], 3),
+            "Which predicts next season's value better, the value or the raw rate of season N (the value's own "
+            "r, above, against the raw rate's with next season's value; economy with its sign turned):",
+            markdown_table(across[["role", "value", "seasons", "players", "value_r", *NEXT]], 3),
+            "Split half (odd against even matches of a season; full: Spearman-Brown for the whole season):",
+            markdown_table(within[["role", "value", "season", *columns, "value_full", "raw_full"]], 3),
+        ]
+    )
