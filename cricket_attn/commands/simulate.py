@@ -36,14 +36,13 @@ from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
-    MatchContext,
     most_states,
     project_match,
 )
 from cricket_attn.simulation.plots import plot_before, plot_match
 from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
-from cricket_attn.simulation.what_if import next_batter_choices, next_over_bowler_choices
+from cricket_attn.simulation.what_if import choice_report
 
 
 @dataclass
@@ -62,31 +61,6 @@ class SimulationSummary(reading.CommandSummary):
 
     def __str__(self) -> str:
         return "\n\n".join([super().__str__(), *filter(None, self.choices)])
-
-
-def choice_table(
-    sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, args: argparse.Namespace, question: str
-) -> str:
-    """A "what if" of a match in progress as text ('' for a finished match): `question` "bowler" (who bowls
-    the next over) or "batter" (who comes in next)."""
-    ctx = MatchContext.of(match, matches)
-    number = ctx.live()
-    if number is None:
-        return ""
-    inn = ctx.innings[number]
-    score = f"{int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())} after {int(inn['is_legal'].sum())} balls"
-    if question == "bowler":
-        table = next_over_bowler_choices(sim, match, matches, n=args.sims, seed=args.seed)
-        asked, note = f"who bowls over {table['over'].iloc[0]}?", ""
-        table = table.drop(columns="over")
-    else:
-        table = next_batter_choices(sim, match, matches, n=args.sims, seed=args.seed)
-        asked, note = "who comes in next?", "; position: his place in the batting order, 1 the next as listed"
-    head = (
-        f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
-        f"{args.sims} simulations each, the same seed for every choice{note})"
-    )
-    return head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -328,7 +302,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         for match_id, match in simulated:
             try:
                 summary.choices.append(
-                    choice_table(sim.for_match(levels, match_id), match, tables.matches, args, question)
+                    choice_report(
+                        sim.for_match(levels, match_id), match, tables.matches, question, args.sims, args.seed
+                    )
                 )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")

@@ -135,3 +135,28 @@ def _what_if(
         "win_probability_se": float(wins.std() / np.sqrt(n)) if n > 1 else float("nan"),
         "projected_total": float(end.runs.double().mean()),
     }
+
+
+def choice_report(
+    sim: Simulator, match: pd.DataFrame, matches: pd.DataFrame, question: str, n: int = 100, seed: int = 0
+) -> str:
+    """A "what if" of a match in progress as text ('' for a finished match): `question` "bowler" (who bowls
+    the next over) or "batter" (who comes in next), `n` simulations of each choice from the same `seed`."""
+    ctx = MatchContext.of(match, matches)
+    number = ctx.live()
+    if number is None:
+        return ""
+    inn = ctx.innings[number]
+    score = f"{int(inn['runs_total'].sum())}/{int(inn['wicket_count'].sum())} after {int(inn['is_legal'].sum())} balls"
+    if question == "bowler":
+        table = next_over_bowler_choices(sim, match, matches, n=n, seed=seed)
+        asked, note = f"who bowls over {table['over'].iloc[0]}?", ""
+        table = table.drop(columns="over")
+    else:
+        table = next_batter_choices(sim, match, matches, n=n, seed=seed)
+        asked, note = "who comes in next?", "; position: his place in the batting order, 1 the next as listed"
+    head = (
+        f"match {ctx.match_id}: {ctx.teams[number]} {score}; {asked} (win probability of {ctx.teams[2]}, "
+        f"{n} simulations each, the same seed for every choice{note})"
+    )
+    return head + "\n" + table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
