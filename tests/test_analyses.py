@@ -4,6 +4,7 @@ run over the fixture matches (their full runs need trained models and the whole 
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import importlib.util
@@ -88,6 +89,23 @@ def test_the_calibration_before_the_first_ball_is_fitted_on_the_validation_seaso
     test = out[out.index("test: 400 matches") :]
     calibrated = float(test.split("| simulator_calibrated | ")[1].split(" |")[0])  # its Brier on the test
     assert calibrated > 0.25  # the validation's shift, wrong for the test's rate: worse than a coin there
+
+
+def test_the_teachers_trees_are_compared_on_the_fixture_matches(monkeypatch, capsys):
+    """Two settings of the teacher's trees, fitted to 2024 on the fixture matches and scored on 2025: each a row
+    with its out-of-fold and next-season log loss; settings that differ give other figures."""
+    out = run_analysis(
+        "teacher_trees",
+        ["--sources", FIXTURES, "--fit-until", "2024", "--season", "2025", "--set", "today=",
+         "--set", "small=num_leaves=3,feature_fraction=0.5"],
+        monkeypatch, capsys,
+    )  # fmt: skip
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| today") or line.startswith("| small")]
+    assert [r[0] for r in rows] == ["| today", "| small"] and rows[1][1] == "num_leaves=3, feature_fraction=0.5"
+    losses = [(float(r[2]), float(r[3])) for r in rows]
+    assert all(1.0 < x < 2.5 for pair in losses for x in pair) and losses[0] != losses[1]
+    with pytest.raises(argparse.ArgumentTypeError, match="give NAME=KEY=VALUE"):
+        analysis("teacher_trees").setting("=num_leaves=3")
 
 
 def test_the_analyses_run_on_a_fixture_run(tracked_run, tmp_path, monkeypatch, capsys):
