@@ -286,7 +286,12 @@ class CausalSelfAttention(nn.Module):
             w = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             weights.append(w)
             return w @ v
-        if mask is None:  # causal, or one new ball that sees all the cache
+        if mask is None and T == 1 and not q.is_cuda:
+            # One new ball that sees all the cache (the simulator's step): on a CPU the plain product is faster
+            # than the fused kernel over a cache's strided keys (1,000 simulations of a match before the toss,
+            # the model of `make main`: 8.0 s against 9.1 s, equal to 1e-6; docs/log/2026-11-28.md).
+            return (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(-1) @ v
+        if mask is None:  # causal
             return attention(q, k, v, is_causal=T > 1)
         return attention(q, k, v, attn_mask=mask)
 

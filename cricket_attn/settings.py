@@ -92,6 +92,7 @@ TREES: tuple[Setting, ...] = (
     ("learning_rate", "number", *POSITIVE),
     ("num_iterations", "int", *at_least(1)),
     ("num_leaves", "int", *at_least(2)),
+    ("feature_fraction", "number", lambda v: 0 < v <= 1, "in (0, 1]"),
     ("min_data_in_leaf", "int", *at_least(1)),
     ("lambda_l2", "number", *at_least(0)),
     ("early_stopping_round", "int", *at_least(1)),
