@@ -83,10 +83,11 @@ def test_the_t20_config_is_the_ipl_config_with_both_sources():
     assert list(t20.sources) == ["embedded", "cricsheet:t20s_male"]  # Cricsheet's own download: no path outside
     plain = lambda cfg: {k: v for k, v in OmegaConf.to_container(cfg).items() if k not in ("sources", "trees")}
     # The pooled recipe as measured: records as of the day, no embedding of a player, no histories; the trees
-    # at twice the IPL's learning rate, the rest of their settings the IPL's.
+    # at twice the IPL's learning rate and of the size they were measured at (31 leaves, every feature), the rest
+    # of their settings the IPL's.
     assert t20.records is not None and t20.min_count is None and t20.history_balls == 0
     assert plain(t20) == plain(ipl) and t20.teacher.folds == 2
-    assert {**ipl.trees, "learning_rate": 0.1} == dict(t20.trees)
+    assert {**ipl.trees, "learning_rate": 0.1, "num_leaves": 31, "feature_fraction": 1.0} == dict(t20.trees)
     assert sources.configured_sources(t20.sources) == ["embedded", "cricsheet:t20s_male"]
     assert sources.configured_sources(["x.zip"]) == [str(sources.project_path("x.zip").resolve())]
 

@@ -87,7 +87,7 @@ def test_the_trees_baseline_is_the_refits_teacher_read_from_the_cache(baselines_
     folds): read from the cache, no trees fitted again, its folds' mean scoring the test."""
     run_id = baselines_run["table"].set_index("model").loc["gradient_boosting", "run_id"]
     params = MlflowClient(tracked_run["uri"]).get_run(run_id).data.params
-    assert params["settings.num_iterations"] == "20" and params["settings.num_leaves"] == "31"
+    assert params["settings.num_iterations"] == "20" and params["settings.num_leaves"] == "15"
     assert params["fit_seasons"].endswith("2024")
     cache = tracked_run["folder"] / "data" / "cache"
     assert len(list(cache.glob("teacher-*.npz"))) == 2 and not list(cache.glob("trees-*"))  # the run's two
