@@ -35,6 +35,8 @@ BALLS_PER_OVER = range(4, 9)
 # fewer). A larger figure in a T20's file is the file's mistake: Cricsheet's men's T20 zip has nine 20-over
 # matches that say 50 (1473145 among them).
 T20_OVERS = 20
+# Cricsheet's match types of a T20; conf/data/ipl.yaml's phases (formats.t20) name the same two (a test holds
+# them equal).
 T20_MATCH_TYPES = frozenset({"T20", "IT20"})
 # Dismissals recorded on a delivery that are not team wickets: the batter may come back.
 NOT_TEAM_WICKETS = frozenset({"retired hurt", "retired not out"})

@@ -10,7 +10,7 @@ import pytest
 
 from cricket_attn.data.deliveries import COLUMNS, PhaseRules, build_tables, load_tables, summary
 from cricket_attn.data.sources import MatchFile, iter_match_files
-from cricket_attn.laws import OUTCOMES
+from cricket_attn.laws import OUTCOMES, T20_MATCH_TYPES
 from tests.conftest import FIXTURES, match_file
 
 LEAGUES = FIXTURES.parent / "cricsheet_t20"  # real matches of other competitions (README)
@@ -146,6 +146,11 @@ def test_other_formats_and_rule_validation(phases):
         PhaseRules.from_config(
             {"formats": {"x": {"match_types": ["T20"], "unit": "over", "powerplay": [1, 16], "death": [16, 20]}}}
         )
+
+
+def test_the_phases_t20_format_is_the_laws_t20(phases):
+    # The parser caps a T20's overs by the laws' match types, the phases pick a T20's by the config's: one set.
+    assert set(phases.formats["t20"].match_types) == T20_MATCH_TYPES
 
 
 def test_bad_files_are_skipped_and_good_ones_kept(phases, tmp_path):
