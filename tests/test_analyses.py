@@ -124,6 +124,15 @@ def test_the_analyses_run_on_a_fixture_run(tracked_run, tmp_path, monkeypatch, c
                        monkeypatch, capsys)  # fmt: skip
     assert "test (2025, 2026), 5 matches" in out and "| b | +0.00000 [+0.00000, +0.00000] |" in out
 
+    run = tracked_run["folder"] / "run"  # calibrated on 2024 by its selected model, its refit tested on 2025-2026
+    out = run_analysis("calibration", ["--run", run, "--n-boot", 50, *data], monkeypatch, capsys)
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith(f"| {run} |")]
+    assert [row[1] for row in rows] == ["temperature and wicket offset", "temperature alone", "neither"]
+    assert rows[1][3] == rows[2][3] == "+0.000" and rows[2][2] == "1.000" and rows[0][3] != "+0.000"
+    calibration = from_checkpoint(model).model.cfg  # the run's own calibration, fitted the same way
+    assert rows[0][2:4] == [f"{calibration.temperature:.3f}", f"{calibration.wicket_offset:+.3f}"]
+    assert "| neither |" in out.split("mean of the runs")[1]
+
     d = config_tables("ipl", [str(FIXTURES)]).deliveries
     scored = from_checkpoint(model).score(d[d["season"] >= 2025])
     scored.to_parquet(tmp_path / "a.parquet")
