@@ -53,7 +53,7 @@ def test_final_model_carries_the_calibration_fitted_on_validation(tracked_run):
     assert module.model.cfg.temperature == pytest.approx(results["calibration/temperature"])
     assert module.model.cfg.wicket_offset == pytest.approx(results["calibration/wicket_offset"])
     assert 0.5 <= results["calibration/temperature"] <= 2.0 and results["calibration/temperature"] != 1.0
-    assert results["calibration/wicket_offset"] != 0.0
+    assert results["calibration/wicket_offset"] == 0.0  # conf's calibration: the temperature alone
     assert results["calibration/val_log_loss_after"] <= results["calibration/val_log_loss_before"]
     logged = MlflowClient(tracked_run["uri"]).get_run(tracked_run["run_id"]).data.metrics
     assert logged["calibration/temperature"] == pytest.approx(results["calibration/temperature"])
@@ -70,13 +70,14 @@ def test_ensemble_refits_seeded_members_and_tests_their_mean(tmp_path):
     from cricket_attn.model import Ensemble
     from cricket_attn.training.lit_module import load_checkpoint
 
-    cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger")
+    cfg = tiny_train_config(tmp_path, "ensemble=2", "~logger", "calibrate_wickets=true")
     results = train(cfg)
     checkpoints = tmp_path / "run" / "checkpoints"
     assert Path(results["checkpoint"]) == checkpoints / "refit" / "calibrated.ckpt"
     model, _ = load_model(results["checkpoint"])
     assert isinstance(model, Ensemble) and len(model.members) == 2
     assert all(m.cfg.temperature == pytest.approx(results["calibration/temperature"]) for m in model.members)
+    assert results["calibration/wicket_offset"] != 0.0  # with calibrate_wickets, fitted beside the temperature
     assert all(m.cfg.wicket_offset == pytest.approx(results["calibration/wicket_offset"]) for m in model.members)
     # Each member is its own refit, from its own seed, for the epoch count chosen on validation.
     refits = [load_checkpoint(checkpoints / name / "last.ckpt") for name in ("refit", "refit2")]
