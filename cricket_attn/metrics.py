@@ -80,8 +80,8 @@ def fit_calibration(
 ) -> tuple[float, float]:
     """The temperature T and (with `wickets`; else 0) the wicket offset that minimise the log loss of
     `calibrated` on these deliveries: T fixes over- or under-confidence without reordering classes, the
-    offset a model's share of wickets (a ball model trained over many seasons drifts above the wickets of
-    the next: the record)."""
+    offset this model's share of wickets (given to a refit it was not fitted to, it was level and noisy: conf's
+    `calibrate_wickets`)."""
     from scipy.optimize import minimize
 
     y, log_p = labels_of(frame), np.log(np.clip(probabilities(frame), 1e-15, 1.0))
