@@ -83,7 +83,7 @@ def test_the_batting_order_is_the_listed_one_with_the_impact_swap_last(fixture_t
     assert set(inn["bowler"].astype(str)) <= set(setup.bowling)
 
 
-@pytest.mark.parametrize("encoder", [{}], ids=["records"], indirect=True)  # the striker does not hang on features
+@pytest.mark.parametrize("encoder", [None], ids=["rates"], indirect=True)  # the striker does not hang on features
 def test_the_laws_say_who_faces_the_next_ball(fixture_tables, deliveries, encoder, phases):
     """Without the record's say, the state puts the right batter on strike after every delivery that
     dismissed no one: an odd number of runs run swaps the ends, and so does the end of an over. The one
