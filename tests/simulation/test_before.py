@@ -102,13 +102,13 @@ def test_at_the_toss_each_xi_is_its_named_eleven_in_the_order_of_their_usual_pla
     listed = m[m["match_id"].astype(str) == "1473438"].iloc[0]
     regular = d[~d["is_super_over"].astype(bool) & (d["date"] < listed["date"])]
     innings = {key: balls for key, balls in regular.groupby(["match_id", "batting_team"], observed=True)}
+    earlier = m[m["date"] < listed["date"]].sort_values("date", kind="stable")
     for side in ("team1", "team2"):
         xi, was = row[f"{side}_players"].split(";"), listed[f"{side}_players"].split(";")
         assert len(xi) == 11 and set(xi) == set(was) - {listed[f"{side}_came_in"]}
         ids = dict(zip(was, listed[f"{side}_player_ids"].split(";")))
         assert row[f"{side}_player_ids"].split(";") == [ids[p] for p in xi]
         usual = []
-        earlier = m[m["date"] < listed["date"]].sort_values("date", kind="stable")
         for player in xi:  # by hand: his places in the batting orders of his last ten earlier matches
             places = []
             named = earlier["team1_players"].str.contains(player, regex=False) | earlier["team2_players"].str.contains(
