@@ -180,15 +180,29 @@ def baselines_run(tracked_run):
     return {"table": run_baselines(cfg), "folder": folder / "bl", "cfg": cfg}
 
 
+def untrained_model(encoder, train=None, *, seed: int = 0, d_model: int = 8, n_layers: int = 1):
+    """A tiny untrained transformer for an encoder, in eval mode (what a ball reads and how a simulation runs
+    do not depend on how good the model is); given the training balls, its outcomes at their class rates, so
+    innings last as long as real ones."""
+    from cricket_attn.data.deliveries import class_frequencies
+    from cricket_attn.model import CricketTransformer, ModelConfig
+
+    torch.manual_seed(seed)
+    dims = {**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"}
+    model = CricketTransformer(ModelConfig(**dims, d_model=d_model, n_heads=2, n_layers=n_layers)).eval()
+    if train is not None:
+        rates = torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)
+        with torch.no_grad():
+            model.head.bias.copy_(torch.log(rates))
+    return model
+
+
 @pytest.fixture(scope="session")
 def fixture_simulator(fixture_tables, phases):
     """A simulator over the fixture matches: an encoder fitted on their seasons to 2023, an untrained tiny
     model (the rules of the game do not depend on how good it is), their scorebook and bowling usage."""
-    import torch
 
-    from cricket_attn.data.deliveries import class_frequencies
     from cricket_attn.data.sequences import SequenceEncoder
-    from cricket_attn.model import CricketTransformer, ModelConfig
     from cricket_attn.simulation.rollout import Simulator
     from cricket_attn.simulation.rules import BowlingUsage
     from cricket_attn.simulation.scorebook import Scorebook
@@ -196,15 +210,5 @@ def fixture_simulator(fixture_tables, phases):
     d = fixture_tables.deliveries
     train = d[d["season"] <= 2023]
     encoder = SequenceEncoder.fit(train, min_count=5)
-    torch.manual_seed(0)
-    model = CricketTransformer(
-        ModelConfig(
-            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
-            d_model=8,
-            n_heads=2,
-            n_layers=1,
-        )
-    ).eval()
-    with torch.no_grad():  # outcomes at the training seasons' rates, so innings last as long as real ones
-        model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))
+    model = untrained_model(encoder, train)
     return Simulator(model, encoder, phases, Scorebook.fit(train), BowlingUsage.build(d))

@@ -21,6 +21,7 @@ from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
 from cricket_attn.simulation.state import InningsState
 from cricket_attn.simulation.what_if import next_batter_choices, with_next_batter
+from tests.conftest import untrained_model
 
 
 def test_points_with_their_cached_prefix_predict_as_a_full_pass(fixture_simulator, fixture_tables, deliveries):
@@ -132,20 +133,10 @@ def test_a_model_reading_histories_simulates_from_the_inputs_training_gives_it(
     and from the innings' start with nothing cached, the next ball's distribution equals the full pass over
     the real innings (whose histories the encoder lists by order of appearance, the simulator by the sides'
     slots, every simulation of the innings sharing one copy)."""
-    from cricket_attn.model import CricketTransformer, ModelConfig
-
     sim = fixture_simulator
     encoder = replace(sim.encoder, history_balls=8)
     encoder.attach_known(deliveries)
-    torch.manual_seed(2)
-    model = CricketTransformer(
-        ModelConfig(
-            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
-            d_model=16,
-            n_heads=2,
-            n_layers=2,
-        )
-    ).eval()
+    model = untrained_model(encoder, seed=2, d_model=16, n_layers=2)
     sim = replace(sim, model=model, encoder=encoder)
     inn = deliveries[(deliveries["match_id"] == "1473439") & (deliveries["innings"] == 2)].reset_index(drop=True)
     setup = InningsSetup.from_table(inn, fixture_tables.matches)

@@ -8,15 +8,12 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
-from cricket_attn.data.deliveries import class_frequencies
 from cricket_attn.data.features import STATE_COLUMNS, match_state
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.inference.probabilities import sequence_probabilities
 from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.laws import OUTCOMES
-from cricket_attn.model import CricketTransformer, ModelConfig
 from cricket_attn.valuation.expected import (
     IN_MATCH,
     QUANTITIES,
@@ -28,6 +25,7 @@ from cricket_attn.valuation.expected import (
     with_average,
 )
 from cricket_attn.valuation.wickets import WicketCost
+from tests.conftest import untrained_model
 
 # How a model may know a player: his record as of the day (the default), an embedding and career rates
 # fitted on the training seasons, or those with his last balls of earlier matches.
@@ -43,17 +41,7 @@ def tiny_model(deliveries: pd.DataFrame, kind: str) -> TrainedModel:
     the model is), its outcomes at the training seasons' rates."""
     train = deliveries[deliveries["season"] <= 2023]
     encoder = SequenceEncoder.fit_encode(train, competition_min_count=500, known=deliveries, **KINDS[kind])[0]
-    torch.manual_seed(0)
-    model = CricketTransformer(
-        ModelConfig(
-            **{**encoder.model_dims(), "numeric_quantiles": None, "numeric_embedding": "mlp"},
-            d_model=8,
-            n_heads=2,
-            n_layers=1,
-        )
-    ).eval()
-    with torch.no_grad():
-        model.head.bias.copy_(torch.log(torch.tensor(class_frequencies(train).to_numpy(), dtype=torch.float32)))
+    model = untrained_model(encoder, train)
     return TrainedModel(model, encoder, kind)
 
 
