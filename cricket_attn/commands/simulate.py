@@ -30,7 +30,7 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
-from cricket_attn.simulation.before import check_before, listed_as_deliveries, project_before
+from cricket_attn.simulation.before import check_before, listed_as_deliveries, project_before, side_chances
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
@@ -50,6 +50,7 @@ class SimulationSummary(reading.CommandSummary):
     states: int = 0
     sims: int = 0
     player_lines: str = ""  # what --players-out wrote
+    chances: list[str] = field(default_factory=list)  # each match before its first ball: each side's chance
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
 
     def counts(self) -> list[str]:
@@ -57,6 +58,7 @@ class SimulationSummary(reading.CommandSummary):
             f"matches simulated:  {self.matches:,}",
             f"states:             {self.states:,} ({self.sims:,} simulations each)",
             *([f"player lines:       {self.player_lines}"] if self.player_lines else []),
+            *self.chances,
         ]
 
     def __str__(self) -> str:
@@ -308,7 +310,14 @@ def run(args: argparse.Namespace) -> SimulationSummary:
                 )
             except ValueError as err:  # e.g. no one left to come in
                 summary.choices.append(f"match {match_id}: no choice of {question}: {err}")
-    listed = listed_as_deliveries(tables.matches, [m for m in before if m in set(out["match_id"])])
+    projected_before = [m for m in before if m in set(out["match_id"])]
+    for match_id, sides in side_chances(out[out["match_id"].isin(projected_before)]).groupby("match_id", sort=False):
+        chances = ", ".join(f"{r.team} {r.win_probability:.1%}" for r in sides.itertuples())
+        summary.chances.append(
+            f"before the first ball, match {match_id}: {chances} (Monte Carlo s.e. "
+            f"{sides['win_probability_se'].iloc[0]:.1%})"
+        )
+    listed = listed_as_deliveries(tables.matches, projected_before)
     summary.unknown = reading.unknown_to(trained.encoder, pd.concat([tables.deliveries, listed], ignore_index=True))
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start

@@ -13,7 +13,8 @@ from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
 from cricket_attn.laws import T20_MATCH_TYPES
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.match import MatchContext, StateError, chase_setup, project_context
+from cricket_attn.simulation.lines import FLAGS, Draws, summarise
+from cricket_attn.simulation.match import PLAYER_COLUMNS, MatchContext, StateError, chase_setup, project_context
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
 
@@ -185,30 +186,67 @@ def project_before(
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list]:
     """`project_match` for a match not yet begun (its file's info alone): the state before the first ball,
     for each side that may bat first (`batting_orders`: one where the toss is known, else two, each with
-    its chance as its `order_weight`); `players` and `fantasy` as there, the lines weighted the same way.
-    The `n` simulations of the match are shared out between the orders by their chance (before the toss,
-    n/2 with each side batting first: the toss drawn as a coin, stratified), so n is the match's simulations
-    in all, as from any other state. With `draws`, the players' figures draw by draw in place of their lines
-    (`match.project_context`), each point with its order's `order_weight`."""
+    its chance as its `order_weight`; `side_chances` gives each side's chance to win over both). The `n`
+    simulations of the match are shared out between the orders by their chance (before the toss, n/2 with each
+    side batting first: the toss drawn as a coin, stratified), so n is the match's simulations in all, as from
+    any other state. With `players` (and `fantasy`), one line per player over all n simulations, whichever
+    side batted first in them (`batting_first` empty before the toss): a mixture's own quantiles, not the
+    orders' averaged. With `draws`, the players' figures draw by draw in place of their lines
+    (`match.project_context`), a list of (point, team, draws) per order, the point with its `order_weight`."""
     row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
     if row.empty:
         raise StateError(f"match {match_id}: not in the matches read")
     row = row.iloc[0]
     check_before(row)
-    frames, lines = [], []
+    frames, sides = [], []
     orders = batting_orders(row)
     shares = [int(n * weight) for _, weight in orders]
     shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
     for (first, weight), share in zip(orders, shares):
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, max(1, share), seed, False, players, fantasy, draws)
-        projected, line = out if players else (out, None)
+        out = project_context(sim, ctx, max(1, share), seed, False, players, None, players)
+        projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
-        if players and draws:
-            lines += [(point | {"order_weight": weight}, team, side) for point, team, side in line]
-        elif players:
-            lines.append(line.assign(order_weight=weight))
+        sides += [(point | {"order_weight": weight}, team, side) for point, team, side in drawn]
     projections = pd.concat(frames, ignore_index=True)
     if not players:
         return projections
-    return projections, lines if draws else pd.concat(lines, ignore_index=True)
+    if draws:
+        return projections, sides
+    point = {"match_id": str(match_id), "innings": 1, "delivery_index": 0}
+    point["batting_first"] = orders[0][0] if len(orders) == 1 else None
+    lines = []
+    for team in (str(row["team1"]), str(row["team2"])):
+        pooled = pooled_draws([side for _, t, side in sides if t == team])
+        table = summarise(pooled, team, fantasy.points(pooled) if fantasy else None)
+        lines.append(table.assign(**point, sims=len(pooled["runs"]), order_weight=1.0))
+    return projections, pd.concat(lines, ignore_index=True)[list(PLAYER_COLUMNS)]
+
+
+def pooled_draws(parts: list[Draws]) -> Draws:
+    """One side's draws (`lines.side_draws`) of several sets of simulations as one: each figure's rows one after
+    the other, over every player any set lists (nothing, 0 or no, where a set does not list him)."""
+    players = list(dict.fromkeys(name for part in parts for name in part["runs"].columns))
+    return {
+        figure: pd.concat(
+            [part[figure].reindex(columns=players, fill_value=False if figure in FLAGS else 0) for part in parts],
+            ignore_index=True,
+        )
+        for figure in parts[0]
+    }
+
+
+def side_chances(projections: pd.DataFrame) -> pd.DataFrame:
+    """Each side's chance to win a match before its first ball, over the orders of the innings
+    (`project_before`'s rows at the first innings' start): the weighted mean by `order_weight` of its chance in
+    each (1 - win_probability where it bats first, win_probability where it chases), with its Monte Carlo
+    standard error. One row per match and side: match_id, team, win_probability, win_probability_se."""
+    start = projections[(projections["innings"] == 1) & (projections["delivery_index"] == 0)]
+    rows = []
+    for match_id, orders in start.groupby("match_id", sort=False):
+        w, p, se = (orders[c].to_numpy(np.float64) for c in ("order_weight", "win_probability", "win_probability_se"))
+        error = float(np.sqrt(((w * se) ** 2).sum()) / w.sum())
+        for team in dict.fromkeys([*orders["batting_team"], *orders["bowling_team"]]):
+            chance = np.where(orders["batting_team"].to_numpy() == team, 1 - p, p)
+            rows.append([match_id, team, float((w * chance).sum() / w.sum()), error])
+    return pd.DataFrame(rows, columns=["match_id", "team", "win_probability", "win_probability_se"])

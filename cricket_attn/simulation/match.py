@@ -24,29 +24,17 @@ from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup, registry_ids, squads
 from cricket_attn.simulation.state import InningsState, replay
 
+# One row per point simulated. projected_total_se: the mean's Monte Carlo standard error. From a point of the
+# first innings, chase_projected_total*: the chase's total after it (simulated from each simulated first innings;
+# empty from the chase's points, whose projected_total is the chase's). order_weight: the chance of this order of
+# the innings: 1, but before the toss of a match not yet begun (`project_before`) each side's chance to bat
+# first, 1/2 (`before.side_chances` gives each side's chance to win over both).
 PROJECTION_COLUMNS = (
-    "match_id",
-    "innings",
-    "batting_team",
-    "delivery_index",
-    "over",
-    "ball",
-    "runs",
-    "wickets",
-    "legal_balls",
-    "target",
-    "projected_total",
-    "projected_total_q10",
-    "projected_total_q50",
-    "projected_total_q90",
-    "win_probability",
-    "win_probability_se",
-    "sims",
-    # The chance of this order of the innings: 1, but before the toss of a match not yet begun (`project_before`)
-    # each side's chance to bat first, 1/2: a side's chance to win is the two rows' weighted mean of its chance
-    # in each (win_probability in the row where it chases, 1 - win_probability where it bats first).
-    "order_weight",
-)
+    "match_id", "innings", "batting_team", "bowling_team", "delivery_index", "over", "ball", "runs", "wickets",
+    "legal_balls", "target", "projected_total", "projected_total_q10", "projected_total_q50", "projected_total_q90",
+    "projected_total_se", "chase_projected_total", "chase_projected_total_q10", "chase_projected_total_q50",
+    "chase_projected_total_q90", "win_probability", "win_probability_se", "sims", "order_weight",
+)  # fmt: skip
 
 
 @dataclass
@@ -341,7 +329,7 @@ def project_context(
                 inn,
                 ctx.match_id,
                 number,
-                ctx.teams[number],
+                (ctx.teams[number], ctx.teams[3 - number]),
                 end,
                 wins,
                 n,
@@ -403,28 +391,30 @@ def _projection_rows(
     innings: pd.DataFrame,
     match_id: str,
     number: int,
-    team: str,
+    teams: tuple[str, str],
     end: InningsEnd,
     wins: torch.Tensor,
     n: int,
     target: float | None,
 ) -> list[dict]:
-    totals = end.runs.double().view(len(points), n)
+    """PROJECTION_COLUMNS rows of each point's n simulations (`teams`: batting, bowling)."""
+    totals = end.runs.double().view(len(points), n).numpy()
+    chases = end.then.runs.double().view(len(points), n).numpy() if end.then is not None else None
     wins = wins.view(len(points), n)
     out = []
-    for p, total, win in zip(points, totals, wins):
+    for k, (p, total, win) in enumerate(zip(points, totals, wins)):
         s = p.state
         row = innings.iloc[p.index] if p.index < len(innings) else None
         # The state now: the next ball's over and number (a finished over's next ball opens the next over).
         next_over, next_ball = (
             (int(s.over[0]) + 1, 1) if bool(s.over_complete()[0]) else (int(s.over[0]), int(s.legal_in_over[0]) + 1)
         )
-        q = np.quantile(total.numpy(), QUANTILE_LEVELS)
         out.append(
             {
                 "match_id": match_id,
                 "innings": number,
-                "batting_team": team,
+                "batting_team": teams[0],
+                "bowling_team": teams[1],
                 "delivery_index": p.index,
                 "over": int(row["over"]) if row is not None else next_over,
                 "ball": int(row["ball_in_over"]) if row is not None else next_ball,
@@ -432,14 +422,23 @@ def _projection_rows(
                 "wickets": int(s.wickets[0]),
                 "legal_balls": int(s.legal[0]),
                 "target": target,
-                "projected_total": float(total.mean()),
-                "projected_total_q10": q[0],
-                "projected_total_q50": q[1],
-                "projected_total_q90": q[2],
+                **_spread("projected_total", total),
+                "projected_total_se": _standard_error(total),
+                **(_spread("chase_projected_total", chases[k]) if chases is not None else {}),
                 "win_probability": float(win.mean()),
-                "win_probability_se": float(win.std() / np.sqrt(n)) if n > 1 else float("nan"),
+                "win_probability_se": _standard_error(win.numpy()),
                 "sims": n,
                 "order_weight": 1.0,
             }
         )
     return out
+
+
+def _spread(name: str, x: np.ndarray) -> dict[str, float]:
+    """`name`: the mean of x over simulations, and its 10/50/90% quantiles."""
+    quantiles = np.quantile(x, QUANTILE_LEVELS)
+    return {name: float(x.mean())} | {f"{name}_q{round(q * 100)}": float(v) for q, v in zip(QUANTILE_LEVELS, quantiles)}
+
+
+def _standard_error(x: np.ndarray) -> float:
+    return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.metrics import save_figure
+from cricket_attn.simulation.before import side_chances
 
 COLOURS = {1: "tab:blue", 2: "tab:orange"}
 
@@ -107,15 +108,6 @@ def plot_match(projections: pd.DataFrame, deliveries: pd.DataFrame, folder: str 
     ]
 
 
-def weighted_lines(lines: pd.DataFrame) -> pd.DataFrame:
-    """One line per player from lines of several batting orders (before the toss): each column the orders'
-    mean by `order_weight` (for a quantile, an approximation: the mixture's own quantile lies between them)."""
-    numeric = [c for c in lines.columns if c.endswith(("_mean", "_q10", "_q50", "_q90")) or c.startswith("p_")]
-    w = lines["order_weight"].astype(float)
-    summed = lines[numeric].mul(w, axis=0).groupby([lines["team"], lines["player"]], sort=False).sum(min_count=1)
-    return summed.div(w.groupby([lines["team"], lines["player"]], sort=False).sum(), axis=0).reset_index()
-
-
 def plot_before(projections: pd.DataFrame, lines: pd.DataFrame | None, folder: str | Path) -> list[Path]:
     """Pictures of a match before its first ball (`project_before`'s rows and lines) into `folder`:
     <match>-before.png, each side's chance to win (over the batting orders, by their chance) with each
@@ -127,17 +119,20 @@ def plot_before(projections: pd.DataFrame, lines: pd.DataFrame | None, folder: s
     import matplotlib.pyplot as plt
 
     folder, match = Path(folder), str(projections["match_id"].iloc[0])
-    first = projections[projections["innings"] == 1]
-    teams = sorted(set(first["batting_team"]) | set(lines["team"] if lines is not None else []))
-    if len(teams) == 1:  # the toss known: the other side is the one that chases
-        teams.append(str(lines.loc[lines["team"] != teams[0], "team"].iloc[0]) if lines is not None else "chasing side")
-    chance, notes = {}, {}
+    first = projections[(projections["innings"] == 1) & (projections["delivery_index"] == 0)]
+    sides = side_chances(first)
+    teams = sides["team"].tolist()
+    chance = dict(zip(teams, sides["win_probability"]))
+    notes = {}
     for team in teams:
-        as_first = first[first["batting_team"] == team]
-        as_second = first[first["batting_team"] != team]
-        parts = [(1 - r.win_probability, r.order_weight, "bats first", r) for r in as_first.itertuples()]
-        parts += [(r.win_probability, r.order_weight, "chases", None) for r in as_second.itertuples()]
-        chance[team] = sum(p * w for p, w, _, _ in parts) / sum(w for _, w, _, _ in parts)
+        parts = [
+            (1 - r.win_probability, r.order_weight, "bats first", r)
+            for r in first.itertuples()
+            if r.batting_team == team
+        ]
+        parts += [
+            (r.win_probability, r.order_weight, "chases", None) for r in first.itertuples() if r.batting_team != team
+        ]
         notes[team] = "; ".join(
             f"{how} ({w:.0%}): {p:.0%}"
             + (f", {r.projected_total:.0f} [{r.projected_total_q10:.0f}-{r.projected_total_q90:.0f}]" if r else "")
@@ -148,17 +143,16 @@ def plot_before(projections: pd.DataFrame, lines: pd.DataFrame | None, folder: s
     for i, team in enumerate(teams):
         ax.text(0.01, i, f"{team}: {chance[team]:.1%}   ({notes[team]})", va="center", fontsize=8)
     ax.axvline(0.5, color="grey", linewidth=0.8, linestyle="--")
-    se = float(np.sqrt((first["win_probability_se"] ** 2 * first["order_weight"] ** 2).sum()))
+    se = float(sides["win_probability_se"].iloc[0])
     ax.set(xlim=(0, 1), yticks=[], xlabel=f"chance to win (Monte Carlo s.e. {se:.3f})")
     sims = int(first["sims"].sum())
     ax.set_title(f"Match {match} before the first ball: {sims} simulations", fontsize=9)
     out = [save_figure(fig, folder / f"{match}-before.png")]
     if lines is None:
         return out
-    one = weighted_lines(lines) if lines["order_weight"].nunique() > 1 or len(first) > 1 else lines
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.5), sharex=True)
     for ax, team in zip(axes, teams):
-        side = one[one["team"] == team].iloc[::-1]
+        side = lines[lines["team"] == team].iloc[::-1]
         y = np.arange(len(side))
         ax.hlines(y, side["runs_q10"], side["runs_q90"], color="tab:blue", linewidth=4, alpha=0.35)
         ax.plot(side["runs_q50"], y, "|", color="tab:blue", markersize=12)

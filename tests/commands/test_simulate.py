@@ -322,8 +322,12 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     assert frame.groupby("match_id")["order_weight"].sum().tolist() == [1.0, 1.0]
     assert sorted(frame.loc[frame["match_id"] == "1473439", "order_weight"]) == [0.5, 0.5]
     assert any("match 1178424: info.venue: no venue" in reason for reason in summary.skipped)
+    assert frame["chase_projected_total"].notna().all() and frame["bowling_team"].notna().all()
     lines = pd.read_csv(players, dtype={"match_id": str})
     assert set(lines["match_id"]) == {"1473439", "1082591"} and lines["fantasy_mean"].notna().all()
+    assert not lines.duplicated(["match_id", "team", "player"]).any()  # before the toss too: one line a player
+    chances = [c for c in summary.counts() if c.startswith("before the first ball")]  # each side's, printed
+    assert len(chances) == 2 and all(c.count("%") == 3 for c in chances)
     drawn = sorted(p.name for p in plots.iterdir())  # each match's chance and its players' lines
     assert drawn == [f"{m}-{kind}.png" for m in ("1082591", "1473439") for kind in ("before", "players")]
 

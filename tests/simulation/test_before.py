@@ -12,7 +12,7 @@ import pytest
 
 from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sources import MatchFile
-from cricket_attn.simulation.before import at_the_toss, project_before
+from cricket_attn.simulation.before import at_the_toss, project_before, side_chances
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError
 from tests.conftest import match_file
@@ -44,6 +44,9 @@ def test_with_the_toss_the_side_that_chose_bats_first(fixture_simulator, phases)
     assert row["batting_team"] == first and row["order_weight"] == 1 and row["innings"] == 1
     assert (row["runs"], row["wickets"], row["legal_balls"], row["over"], row["ball"]) == (0, 0, 0, 0, 1)
     assert 0 < row["win_probability"] < 1 and row["win_probability_se"] > 0 and row["projected_total"] > 60
+    assert row["bowling_team"] != first and 0 < row["projected_total_se"] < row["projected_total"] / 10
+    # The chase after each simulated first innings ends at most a six past its target (first innings + 1).
+    assert row["chase_projected_total_q10"] <= row["chase_projected_total"] <= row["projected_total"] + 6
     assert list(lines.columns) == list(PLAYER_COLUMNS)
     for team in teams:
         side = lines[lines["team"] == team]
@@ -64,8 +67,32 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     assert projections["order_weight"].tolist() == [0.5, 0.5]
     assert projections["sims"].tolist() == [16, 16]  # the match's 32 simulations, half with each side batting first
     assert project_before(fixture_simulator, matches, MATCH, n=5, seed=0)["sims"].tolist() == [3, 2]  # 5 in all
-    _, lines = project_before(fixture_simulator, matches, MATCH, n=8, seed=0, players=True)
-    assert sorted(lines["batting_first"].unique()) == sorted(doc["info"]["teams"])  # each order's lines, told apart
+    chances = side_chances(projections)
+    assert sorted(chances["team"]) == sorted(doc["info"]["teams"])
+    assert chances["win_probability"].sum() == pytest.approx(1)
+    a, b = (projections.set_index("batting_team").loc[t] for t in doc["info"]["teams"])  # a bats first in one
+    first_team = chances.set_index("team").loc[doc["info"]["teams"][0]]
+    expected = 0.5 * (1 - a["win_probability"]) + 0.5 * b["win_probability"]
+    assert first_team["win_probability"] == pytest.approx(expected)
+    error = 0.5 * np.hypot(a["win_probability_se"], b["win_probability_se"])
+    assert first_team["win_probability_se"] == pytest.approx(error)
+
+
+def test_before_the_toss_a_players_line_is_over_every_simulation_of_the_match(fixture_simulator, phases):
+    """One line per listed player over the match's n simulations, whichever side batted first in them: its
+    mean and quantiles those of his figures over both orders' draws together (the mixture's own quantiles)."""
+    matches, doc = before(phases, lambda doc: doc["info"].pop("toss"))
+    fantasy = FantasyTable.load()
+    _, lines = project_before(fixture_simulator, matches, MATCH, n=16, seed=0, players=True, fantasy=fantasy)
+    _, sides = project_before(fixture_simulator, matches, MATCH, n=16, seed=0, players=True, draws=True)
+    assert len(lines) == sum(len(xi) for xi in doc["info"]["players"].values()) and lines["batting_first"].isna().all()
+    assert (lines["sims"] == 16).all() and (lines["order_weight"] == 1).all()
+    for team in doc["info"]["teams"]:
+        runs = pd.concat([d["runs"] for _, t, d in sides if t == team], ignore_index=True).fillna(0)
+        assert len(runs) == 16 and len({p["batting_first"] for p, t, _ in sides if t == team}) == 2
+        mine = lines[lines["team"] == team].set_index("player")
+        np.testing.assert_allclose(mine.loc[runs.columns, "runs_mean"], runs.mean(), rtol=1e-9)
+        np.testing.assert_allclose(mine.loc[runs.columns, "runs_q90"], runs.quantile(0.9), rtol=1e-9)
 
 
 @pytest.mark.parametrize(

@@ -138,29 +138,15 @@ def test_a_tied_match_draws_its_two_innings_not_the_super_overs(deliveries, monk
     assert [line.get_label() for line in drawn[0].axes[0].get_lines() if line.get_linewidth() == 2] == scores
 
 
-def test_before_the_toss_a_players_line_is_the_orders_weighted_mean():
-    lines = pd.DataFrame(
-        {
-            "team": ["A", "A", "A", "A"],
-            "player": ["x", "y", "x", "y"],
-            "runs_mean": [10.0, 20.0, 30.0, 40.0],
-            "runs_q90": [20.0, 40.0, 60.0, 80.0],
-            "p_bats": [1.0, 0.5, 1.0, 0.7],
-            "order_weight": [0.25, 0.25, 0.75, 0.75],
-        }
-    )
-    one = plots.weighted_lines(lines).set_index("player")
-    assert one.loc["x", "runs_mean"] == pytest.approx(25.0) and one.loc["y", "runs_q90"] == pytest.approx(70.0)
-    assert one.loc["y", "p_bats"] == pytest.approx(0.65) and list(one.index) == ["x", "y"]
-
-
 def test_the_chance_before_the_first_ball_adds_each_order_by_its_weight(monkeypatch, tmp_path):
     figures = keeping_figures(monkeypatch, plots)
     projections = pd.DataFrame(
         {
             "match_id": "m",
             "innings": 1,
+            "delivery_index": 0,
             "batting_team": ["A", "B"],
+            "bowling_team": ["B", "A"],
             "projected_total": [180.0, 170.0],
             "projected_total_q10": [140.0, 130.0],
             "projected_total_q90": [220.0, 210.0],
