@@ -318,7 +318,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
             f"{sides['win_probability_se'].iloc[0]:.1%})"
         )
     listed = listed_as_deliveries(tables.matches, projected_before)
-    summary.unknown = reading.unknown_to(trained.encoder, pd.concat([tables.deliveries, listed], ignore_index=True))
+    simulated_balls = pd.concat([tables.deliveries, listed], ignore_index=True)
+    summary.unknown = reading.unknown_to(trained.encoder, simulated_balls)
+    summary.notes += reading.unknown_places(trained.encoder, simulated_balls)  # a match's new ground or league
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     return summary

@@ -18,13 +18,14 @@ record before its day, shrunk towards the mean of the batter's and the bowler's 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import PHASES
-from cricket_attn.data.features import entity_key
+from cricket_attn.data.features import entity_key, venue_key
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOME_RUNS, outcome_codes
 from cricket_attn.metrics import PROB_COLUMNS, save_figure
 
@@ -51,6 +52,26 @@ def player_key(d: pd.DataFrame, role: str, name: str) -> str:
     if rows.empty:
         raise MatchupError(f"{role} {name!r}: not in the data (names as the match files write them)")
     return str(entity_key(rows.iloc[[-1]], role)[0])
+
+
+def check_setting(d: pd.DataFrame, date, venue: str, city: str | None, competition: str) -> None:
+    """Refuse in one line naming the field a date before the data's first match, a competition or a ground
+    (as `venue_key` knows grounds: the name before a comma, with the city where grounds share a name) with no
+    ball in the data before the date: a slip in a name, the data's closest names offered."""
+    day = pd.Timestamp(date)
+    earlier = d[d["date"] < day]
+    if earlier.empty:
+        first = pd.Timestamp(d["date"].min()).date() if len(d) else None
+        raise MatchupError(f"date {day.date()}: before the data's first match ({first}): no record yet")
+    ground = venue_key(pd.Series([venue]), pd.Series([city]) if city else None)[0]
+    for field, name, known in (
+        ("competition", competition, earlier["competition"].astype(str) == competition),
+        ("venue", venue, venue_key(earlier["venue"], earlier["city"]) == ground),
+    ):
+        if not known.any():
+            close = difflib.get_close_matches(name, earlier[field].astype(str).unique().tolist(), n=3)
+            hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
+            raise MatchupError(f"{field} {name!r}: no ball of it in the data before {day.date()}{hint}")
 
 
 def situations(d: pd.DataFrame, competition: str, phase: str, before, n: int, seed: int) -> pd.DataFrame:
@@ -152,6 +173,7 @@ def matchup_table(
     figure is outside the record's interval. `trained` reads every match of `d` before the date (its records
     and histories attached from `d`)."""
     phases = list(phases or PHASES)
+    check_setting(d, date, venue, city, competition)
     keys = {("batter", b): player_key(d, "batter", b) for b in batters}
     keys |= {("bowler", b): player_key(d, "bowler", b) for b in bowlers}
     points = {p: situations(d, competition, p, date, n, seed) for p in phases}

@@ -61,22 +61,40 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
     as a batter or as a bowler: a bowler's record says nothing of his batting. Players and venues are
     matched as the model knows them (`SequenceEncoder.key`: registry ids, one key per ground)."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
-    vocabularies = {
-        "batters": ("batter", encoder.batters),
-        "bowlers": ("bowler", encoder.bowlers),
-        "venues": ("venue", encoder.venues),
-        "competitions": ("competition", encoder.competitions),
+    return {
+        what: sorted(set(regular[column].astype(str)[_missing(encoder, regular, column)]))
+        for what, column in ROLES.items()
     }
-    book = encoder.record_book if encoder.records is not None else None
-    unknown = {}
-    for what, (column, vocab) in vocabularies.items():
-        keys = encoder.key(regular, column) if column != "competition" else regular[column]
-        if book is not None:
-            missing = book.before(column, np.asarray(keys, dtype=object), days(regular["date"])).balls == 0
-        else:
-            missing = vocab.encode(keys) == 0
-        unknown[what] = sorted(set(regular[column].astype(str)[missing]))
-    return unknown
+
+
+ROLES = {"batters": "batter", "bowlers": "bowler", "venues": "venue", "competitions": "competition"}
+FIELDS = {"venue": "info.venue", "competition": "competition"}  # a match file's ground; its league (from info.event)
+
+
+def unknown_places(encoder, deliveries: pd.DataFrame) -> list[str]:
+    """A line per match whose ground or competition the model knows nothing of (`unknown_to`'s rule), naming
+    the match and the field: the match is still worked on, as a new ground's or league's first match is."""
+    regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    lines = []
+    for column, where in FIELDS.items():
+        missing = regular[_missing(encoder, regular, column)].drop_duplicates("match_id")
+        lines += [
+            f"match {m}: {where} {name!r}: unknown to the model (no ball of it before the day)"
+            for m, name in zip(missing["match_id"].astype(str), missing[column].astype(str))
+        ]
+    return lines
+
+
+def _missing(encoder, regular: pd.DataFrame, column: str) -> np.ndarray:
+    """Each ball's `column` unknown to the model: without an embedding of its own (a model of training-season
+    rates), or with no ball in the known matches before the day (a model reading records as of the day)."""
+    keys = encoder.key(regular, column) if column != "competition" else regular[column]
+    if encoder.records is not None:
+        book = encoder.record_book
+        return np.asarray(book.before(column, np.asarray(keys, dtype=object), days(regular["date"])).balls == 0)
+    vocabularies = {"batter": encoder.batters, "bowler": encoder.bowlers, "venue": encoder.venues}
+    vocab = vocabularies.get(column, encoder.competitions)
+    return np.asarray(vocab.encode(keys) == 0)
 
 
 def read_matches(sources: list[str], data_dir: Path, phases: PhaseRules, written: Sequence[MatchFile] = ()) -> Ingested:

@@ -178,6 +178,8 @@ def test_the_hundred_is_named_and_not_simulated_and_a_t20i_is(checkpoint, tmp_pa
         shutil.copy(leagues / f"{name}.json", tmp_path / f"{name}.json")
     summary = run(args(checkpoint, tmp_path / "out.parquet", tmp_path / "1417822.json", tmp_path / "1479576.json"))
     assert summary.matches == 1 and summary.unknown["competitions"] == ["T20I between full members"]
+    unknown = "match 1479576: competition 'T20I between full members': unknown to the model (no ball of it before"
+    assert sum(note.startswith(unknown) for note in summary.notes) == 1  # the match and the field, one line
     (reason,) = summary.skipped
     assert reason.startswith("match 1417822: sets of five balls (The Hundred") and "cricket-attn-predict" in reason
     projected = pd.read_parquet(tmp_path / "out.parquet")
@@ -363,6 +365,11 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
     newcomer = [*form[:3], "--xi", ",".join([*info["players"][teams[0]][:-1], "Zz Newcomer"]), *form[5:]]
     unknown = run(args(checkpoint, tmp_path / "new.csv", extra=newcomer)).unknown  # an XI's debutant, named
     assert "Zz Newcomer" in unknown["batters"] and "Zz Newcomer" in unknown["bowlers"]
+    ground = ["Nowhere Oval" if x == info["venue"] else x for x in form]  # a new ground: simulated, said
+    notes = run(args(checkpoint, tmp_path / "ground.csv", extra=ground)).notes
+    assert [n for n in notes if "info.venue" in n] == [
+        "match 1082591: info.venue 'Nowhere Oval': unknown to the model (no ball of it before the day)"
+    ]
     capsys.readouterr()
     xi = info["players"][teams[0]]
     for wrong, message in (

@@ -10,6 +10,7 @@ import pytest
 from cricket_attn.commands.matchups import main
 from cricket_attn.inference.matchups import (
     MatchupError,
+    check_setting,
     matchup_innings,
     matchup_table,
     pair_baseline,
@@ -97,3 +98,47 @@ def test_the_table_and_its_picture(tracked_run, deliveries, tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         "cricket-attn-matchups: batter 'Nobody': not in the data (names as the match files write them)"
     ]
+    tables = tmp_path / "bowler.csv"  # the other way round: a bowler against batters
+    args = [*common, "--bowler", "TA Boult", "--batters", "AM Rahane", "V Kohli", "--date", "2026-06-01"]
+    assert main([*args, "--situations", "2", "--phases", "death", "--out", str(tables)]) == 0
+    assert sorted(pd.read_csv(tables)["batter"]) == ["AM Rahane", "V Kohli"]
+    capsys.readouterr()
+    for wrong, message in (
+        (["--venue", "Eden Gardns", "--date", "2026-06-01"], "venue 'Eden Gardns': no ball of it in the data before "
+         "2026-06-01; closest: 'Eden Gardens, Kolkata'"),
+        (["--venue", "Eden Gardens", "--competition", "Big Bash", "--date", "2026-06-01"], "competition 'Big Bash'"),
+        (["--venue", "Eden Gardens", "--date", "2001-01-01"], "date 2001-01-01: before the data's first match (2008-"),
+    ):  # fmt: skip
+        assert main([*common[:4], *wrong, "--batter", "AM Rahane", "--bowlers", "TA Boult"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith(f"cricket-attn-matchups: {message}"), err
+
+
+def test_a_ground_is_known_however_it_is_written(deliveries):
+    """Eden Gardens with its city or without, Wankhede with a comma: one ground; a slip is refused by its field."""
+    for venue, city in (("Eden Gardens", "Kolkata"), ("Eden Gardens, Kolkata", None), ("Wankhede Stadium", None)):
+        check_setting(deliveries, "2026-06-01", venue, city, IPL)
+    with pytest.raises(MatchupError, match="venue 'Eden Garden': no ball of it in the data before 2026-06-01"):
+        check_setting(deliveries, "2026-06-01", "Eden Garden", "Kolkata", IPL)
+
+
+def test_the_evaluation_scores_the_pairs_that_had_met_and_logs_a_run(tracked_run, deliveries, tmp_path, capsys):
+    """`--evaluate` on the fixtures: 2025's deliveries of pairs that had met before the day, the model against
+    the pairs' shrunk records (the shrinkage chosen on 2024), paired by pair, the balls written and a run logged."""
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import empty_store
+
+    uri, out = empty_store(tmp_path), tmp_path / "balls.csv"
+    model = tracked_run["results"]["checkpoint"]
+    args = ["--model", model, "--sources", str(FIXTURES), "--evaluate", "--test", "2025", "--choose-on", "2024"]
+    assert main([*args, "--tracking-uri", uri, "--out", str(out)]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    balls = pd.read_csv(out, dtype={"match_id": str})
+    assert set(balls["match_id"]) <= set(deliveries.loc[deliveries["season"] == 2025, "match_id"].astype(str))
+    assert len(balls) > 0 and {"model_log_loss", "pair_log_loss", "pair_deliveries"} <= set(balls.columns)
+    assert (balls["pair_deliveries"] > 0).all() and balls["match_id"].nunique() > 1
+    assert f"{balls['model_log_loss'].mean():.4f}" in printed and "pair record minus model" in printed
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("cricket_attn").experiment_id])
+    assert run.data.tags["model_family"] == "matchups" and "matchups/diff" in run.data.metrics
