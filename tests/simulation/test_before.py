@@ -160,3 +160,19 @@ def test_a_side_of_twelve_that_does_not_say_who_came_in_has_no_xi_at_the_toss(ip
     m = m.assign(team2_came_in=m["team2_came_in"].where(m["match_id"].astype(str) != "1473438"))
     row = at_the_toss(m, ipl_tables.deliveries).set_index(m["match_id"].astype(str)).loc["1473438"]
     assert pd.isna(row["team2_players"]) and len(row["team1_players"].split(";")) == 11
+
+
+def test_a_list_written_before_the_match_is_its_batting_order_as_written(phases):
+    """1473439 lists Sunrisers' 12 after the match with the impact player swapped out (A Zampa) first, and
+    the order read from its deliveries puts him last; the same list in a file of the info alone (written once
+    the sides are named) is an analyst's batting order, taken as written."""
+    from cricket_attn.simulation.setup import InningsSetup
+
+    doc = json.loads(match_file("1473439").raw)
+    team = "Sunrisers Hyderabad"
+    listed = doc["info"]["players"][team]
+    doc.pop("innings"), doc["info"].pop("outcome")
+    tables = build_tables([MatchFile("1473439.json", "1473439", json.dumps(doc).encode())], phases)
+    other = next(t for t in doc["info"]["teams"] if t != team)
+    setup = InningsSetup.before_match(tables.matches, "1473439", team, other)
+    assert len(listed) == 12 and listed[0] == "A Zampa" and setup.batting == listed
