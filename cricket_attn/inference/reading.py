@@ -186,8 +186,16 @@ def nothing_found(sources: list[str], tables: Ingested) -> str:
     the matches without deliveries, or what was there instead of match files."""
     if tables.skipped:
         return f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
-    if len(tables.matches):
-        return f"{len(tables.matches)} match(es) without deliveries"
+    m = tables.matches
+    if len(m):
+        unplayed = m[m["winner"].isna() & m["result"].isna()]  # written before the match, not abandoned
+        first = unplayed if len(unplayed) else m
+        why = (
+            "a match not begun: cricket-attn-simulate projects it from before its first ball"
+            if len(unplayed)
+            else "no ball bowled, its result recorded"
+        )
+        return f"{len(m)} match(es) without deliveries (first: match {first['match_id'].iloc[0]}, {why})"
     return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"
 
 

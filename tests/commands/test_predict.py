@@ -407,7 +407,14 @@ def test_a_match_longer_than_the_model_is_left_out_by_name_and_the_rest_scored(c
             "no Cricsheet match files (.json or .json.gz, alone, in a folder or in a zip): found 3 files (",
         ),
         ("only bad files", "1 file(s) skipped, first: "),
-        ("a match without deliveries", "1 match(es) without deliveries"),
+        (
+            "a match without deliveries",
+            "1 match(es) without deliveries (first: match 1178424, no ball bowled, its result recorded)",
+        ),
+        (
+            "a match not begun",
+            "1 match(es) without deliveries (first: match 1178424, a match not begun: cricket-attn-simulate projects",
+        ),
     ],
 )
 def test_nothing_to_score_is_one_line_saying_what_was_there(checkpoint, tmp_path, capsys, what, found):
@@ -418,9 +425,11 @@ def test_nothing_to_score_is_one_line_saying_what_was_there(checkpoint, tmp_path
             (src / name).write_text("not a match")
     elif what == "only bad files":
         (src / "1.json").write_text('{"meta": {"data_version": "1.1.0"}}')
-    elif what == "a match without deliveries":
+    elif what in ("a match without deliveries", "a match not begun"):
         doc = json.loads((FIXTURES / "1178424.json").read_text())
         doc["innings"] = []
+        if what == "a match not begun":  # its info alone, as written once the sides are named
+            doc["info"].pop("outcome")
         (src / "1178424.json").write_text(json.dumps(doc))
     assert main(["--model", checkpoint, "--out", str(tmp_path / "s.csv"), str(src)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
