@@ -7,7 +7,6 @@ folder; `make dashboard` (`mlflow ui --backend-store-uri sqlite:///mlflow.db`) s
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import json
 import logging
@@ -19,7 +18,6 @@ import threading
 import urllib.error
 import urllib.request
 import warnings
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -51,9 +49,8 @@ from cricket_attn.metrics import plot_phases, plot_reliability, score
 RUN_FILE = "mlflow_run.json"  # in a run's output folder: which MLflow run it writes to (for resume)
 PARAM_LIMIT = 6000  # MLflow's longest parameter value
 # An experiment tag MLflow's UI reads: a model-training experiment opens on its runs, not on the GenAI
-# overview; and the URL parameter that picks the same view.
+# overview (`dashboard.UI_VIEW` is the URL parameter that picks the same view).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-UI_VIEW = "workflowType=machine_learning"
 
 
 class TrackingError(RuntimeError):
@@ -86,6 +83,21 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.lockf(lock, fcntl.LOCK_UN)
 
 
+@contextmanager
+def quiet_store_creation() -> Iterator[None]:
+    """MLflow's and Alembic's INFO lines as a new store's tables are made (a command's first run) held back:
+    a command says one line on failure and its summary on success, nothing of a store's migrations."""
+    loggers = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic.runtime.migration")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail fast, naming the URI, if the store cannot be reached, before any training starts."""
     if uri.startswith(("http://", "https://")):
@@ -100,7 +112,7 @@ def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
         if not folder.is_dir():
             raise TrackingError(f"MLflow tracking URI {uri}: folder {folder} does not exist")
     try:
-        with store_lock(uri):  # the first connection creates a new store
+        with store_lock(uri), quiet_store_creation():  # the first connection creates a new store
             MlflowClient(uri).search_experiments(max_results=1)
     except Exception as err:  # any store error gets the same one line, naming the URI
         raise TrackingError(f"MLflow tracking URI {uri} cannot be used: {type(err).__name__}: {err}") from None
@@ -177,18 +189,6 @@ def start_run(
     return MlflowClient(uri).create_run(experiment_id(uri, experiment), start_time=start_time, tags=tags).info.run_id
 
 
-def dashboard_url(
-    uri: str, experiment: str, run_id: str | None = None, comparison: bool = False, host: str = "http://127.0.0.1:5000"
-) -> str:
-    """Where `make dashboard` shows a run, the comparison view (in charts), or the experiment's training runs."""
-    base = f"{host}/#/experiments/{experiment_id(uri, experiment)}"
-    if run_id:
-        return f"{base}/runs/{run_id}?{UI_VIEW}"
-    if comparison:
-        return f"{base}/runs?viewStateShareKey={COMPARISON_VIEW}&compareRunsMode=CHART&{UI_VIEW}"
-    return f"{base}/runs?{UI_VIEW}"
-
-
 def log_datasets(uri: str, run_id: str, parts: dict[str, tuple[str, pd.DataFrame]], source: str, digest: str) -> None:
     """Each split's deliveries, by context (the split), with its seasons as people write them: a dataset
     input of the run, so MLflow's Dataset column shows which data and seasons a run saw. `digest` names
@@ -222,70 +222,6 @@ def _schema_sample(d: pd.DataFrame, rows: int = 1000) -> pd.DataFrame:
     missing = d.isna()
     taken = set(range(min(rows, len(d)))) | {int(missing[c].to_numpy().argmax()) for c in d if missing[c].any()}
     return d.iloc[sorted(taken)]
-
-
-# The saved view `make dashboard` offers: MLflow 3.17's UI keeps saved views as experiment tags
-# `mlflow.sharedViewState.<id>` holding its page state, deflated. One view, overwritten by each comparison.
-COMPARISON_VIEW = "cricket-attn-comparison"
-COMPARISON_METRICS = ("test/log_loss", "test/ece", "paired/diff_vs_transformer", "test/brier")
-
-
-def save_comparison_view(uri: str, experiment: str, comparison: str) -> None:
-    """A saved view of the experiment, `transformer vs baselines`: the runs of one comparison (the tag
-    `comparison`), with bar charts and table columns of test log loss, ECE, the paired difference from
-    the transformer and Brier score."""
-    section = COMPARISON_VIEW
-    charts = [
-        {
-            "uuid": f"{section}-{i}",
-            "type": "BAR",
-            "runsCountToCompare": 10,
-            "metricSectionId": section,
-            "deleted": False,
-            "isGenerated": False,
-            "displayName": key,
-            "metricKey": key,
-        }
-        for i, key in enumerate(COMPARISON_METRICS)
-    ]
-    state = {
-        "searchFilter": f"tags.comparison = '{comparison}'",
-        "orderByKey": "attributes.start_time",
-        "orderByAsc": True,
-        "startTime": "ALL",
-        "lifecycleFilter": "Active",
-        "datasetsFilter": [],
-        "modelVersionFilter": "All Runs",
-        "runsHiddenMode": "SHOW_ALL",
-        "selectedColumns": [f"metrics.`{key}`" for key in COMPARISON_METRICS] + ["attributes.`Dataset`"],
-        "columnOrder": [],
-        "columnWidths": {},
-        "compareRunSections": [
-            {
-                "uuid": section,
-                "name": "transformer vs baselines, test seasons",
-                "display": True,
-                "isReordered": True,
-                "deleted": False,
-                "isGenerated": False,
-            }
-        ],
-        "compareRunCharts": charts,
-        "viewMaximized": False,
-        "runListHidden": False,
-        "isAccordionReordered": True,
-        "useGroupedValuesInCharts": True,
-        "hideEmptyCharts": True,
-        "groupBy": None,
-        "groupsExpanded": {},
-        "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""},
-    }
-    now = mlflow.utils.time.get_current_time_millis()
-    packed = "deflate;" + base64.b64encode(zlib.compress(json.dumps(state).encode())).decode()
-    value = {"name": "transformer vs baselines", "createdAt": now, "updatedAt": now, "state": packed}
-    MlflowClient(uri).set_experiment_tag(
-        experiment_id(uri, experiment), f"mlflow.sharedViewState.{COMPARISON_VIEW}", json.dumps(value)
-    )
 
 
 @contextmanager

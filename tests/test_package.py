@@ -16,13 +16,13 @@ PACKAGE = Path(cricket_attn.__file__).parent
 # The floors, bottom first: a module may import its own floor and the ones below it.
 FLOORS = (
     ("laws", "atomic", "config", "progress", "settings", "cli"),  # the laws, small helpers, the command-line kit
-    ("metrics", "tracking"),
+    ("metrics", "tracking", "dashboard"),  # MLflow: runs and what they record; what `make dashboard` shows
     ("data",),
     ("model",),  # pure PyTorch; a KV cache is what it is given (`model.Cache`), not what it imports
     ("inference",),  # what a trained model needs to run: checkpoints, serving, probabilities, the KV cache
     ("training",),
     ("simulation",),
-    ("valuation",),  # what players are worth: the ball model, and the simulator's win-probability rule
+    ("valuation",),  # what players are worth, from the ball model (it reads nothing of the simulator)
     ("commands",),  # the console scripts, one module each (pyproject.toml's [project.scripts], official_results)
 )
 

@@ -22,8 +22,8 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from cricket_attn import cli, progress
-from cricket_attn.config import load_data_config, project_path
+from cricket_attn import cli, progress, tracking
+from cricket_attn.config import DEFAULT_EXPERIMENT, load_data_config, project_path
 from cricket_attn.data.cricsheet import match_before
 from cricket_attn.data.deliveries import PhaseRules, build_tables
 from cricket_attn.data.sources import MatchFile
@@ -51,6 +51,7 @@ class SimulationSummary(reading.CommandSummary):
     sims: int = 0
     player_lines: str = ""  # what --players-out wrote
     chances: list[str] = field(default_factory=list)  # each match before its first ball: each side's chance
+    run_id: str = ""  # the MLflow run logged
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
 
     def counts(self) -> list[str]:
@@ -59,6 +60,7 @@ class SimulationSummary(reading.CommandSummary):
             f"states:             {self.states:,} ({self.sims:,} simulations each)",
             *([f"player lines:       {self.player_lines}"] if self.player_lines else []),
             *self.chances,
+            *([f"MLflow run:         {self.run_id}"] if self.run_id else []),
         ]
 
     def __str__(self) -> str:
@@ -124,6 +126,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="for each match in progress, print the win probability with each player yet to bat as the next to come in",
     )
+    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment (default: %(default)s)")
+    p.add_argument("--no-mlflow", action="store_true", help="write the files only, no MLflow run")
     before = p.add_argument_group(
         "a match before its first ball, written on the command line instead of in a file (with --teams, "
         "--xi twice and --venue; the rest optional)"
@@ -197,6 +201,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     cfg = load_data_config(args.data)
     phases = PhaseRules.from_config(OmegaConf.to_container(cfg.phases, resolve=True))
     written = written_match(args, phases)  # a match on the command line: what it lacks, before any work
+    if not args.no_mlflow:
+        tracking.check_tracking_uri(args.tracking_uri)
     fantasy = None
     if args.players_out:
         cli.check_out_path(args.players_out, "--players-out")
@@ -293,13 +299,14 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         cli.write_table(lines, args.players_out, "--players-out")
         summary.player_lines = f"{len(lines):,} ({args.players_out})"
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
+    pictures = []
     if args.plots:
         with cli.writing("--plots", args.plots):
             for match_id, match in simulated:
-                plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
+                pictures += plot_match(out[out["match_id"] == str(match_id)], match, args.plots)
             for match_id in [m for m in before if m in set(out["match_id"])]:  # before the first ball
                 mine = lines[lines["match_id"] == match_id] if args.players_out else None
-                plot_before(out[out["match_id"] == match_id], mine, args.plots)
+                pictures += plot_before(out[out["match_id"] == match_id], mine, args.plots)
     for question in [q for q, asked in (("bowler", args.next_over_bowlers), ("batter", args.next_batters)) if asked]:
         for match_id, match in simulated:
             try:
@@ -323,11 +330,31 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     summary.notes += reading.unknown_places(trained.encoder, simulated_balls)  # a match's new ground or league
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
+    if not args.no_mlflow:
+        summary.run_id = log_run(args, trained.source, summary, pictures)
     return summary
 
 
+def log_run(args: argparse.Namespace, model: str, summary: SimulationSummary, pictures: list[Path]) -> str:
+    """An MLflow run of family "simulate": the settings, the counts and each side's chance before a match's
+    first ball as the description, the projections, the players' lines and the pictures as artifacts."""
+    params = {"sims": args.sims, "seed": args.seed, "spread": args.spread, "every_ball": args.every_ball}
+    params["fantasy"] = args.fantasy if args.players_out else "none"
+    files = [args.out, *([args.players_out] if args.players_out else [])]
+    return tracking.log_report_run(
+        args.tracking_uri,
+        args.experiment,
+        tracking.run_name("simulate", f"sims={args.sims}"),
+        {"model_family": "simulate", "model": model},
+        str(summary),
+        {"simulate/matches": summary.matches, "simulate/states": summary.states},
+        params,
+        [(path, None) for path in files] + [(picture, "pictures") for picture in pictures],
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    return cli.run_command("cricket-attn-simulate", run, parse_args(argv))
+    return cli.run_command("cricket-attn-simulate", run, parse_args(argv), also=(tracking.TrackingError,))
 
 
 if __name__ == "__main__":

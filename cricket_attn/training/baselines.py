@@ -24,7 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from cricket_attn import progress, tracking
+from cricket_attn import dashboard, progress, tracking
 from cricket_attn.atomic import atomic_path
 from cricket_attn.config import project_path
 from cricket_attn.data.deliveries import PhaseRules, load_tables
@@ -252,9 +252,9 @@ def run_baselines(cfg: DictConfig) -> pd.DataFrame:
         print(f"written: {out / 'paired_by_state.md'} (where each baseline and the transformer part company)")
     if ref_run:
         log_comparison(uri, reference, table, pd.DataFrame(rows), out)
-        tracking.save_comparison_view(uri, experiment, comparison)
+        dashboard.save_comparison_view(uri, experiment, comparison)
     print(f"\nTest seasons {season_range(test)}, {len(test):,} deliveries; log loss in nats per ball:\n\n{table}")
-    print(f"MLflow, after `make dashboard`: {tracking.dashboard_url(uri, experiment, comparison=bool(ref_run))}")
+    print(f"MLflow, after `make dashboard`: {dashboard.dashboard_url(uri, experiment, comparison=bool(ref_run))}")
     return pd.DataFrame(rows)
 
 

@@ -27,7 +27,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from cricket_attn import progress, tracking
+from cricket_attn import dashboard, progress, tracking
 from cricket_attn.data.datamodule import CricketDataModule, encoder_settings
 from cricket_attn.data.splits import season_range
 from cricket_attn.inference.attention_pictures import log_attention
@@ -379,7 +379,7 @@ def train(cfg: DictConfig) -> dict:
     with tracking.ending(run.uri, run.run_id), tracking.system_metrics(run.uri, run.run_id, resume=bool(cfg.resume)):
         results = run_protocol(cfg, run)
     results["mlflow_run_id"] = run.run_id
-    link = tracking.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
+    link = dashboard.dashboard_url(run.uri, cfg.logger.experiment_name, run.run_id)
     print(f"MLflow run: {link} (after `make dashboard`)")
     return results
 

@@ -26,7 +26,7 @@ def checkpoint(tracked_run):
 
 def args_list(checkpoint, out, sims=4) -> list[str]:
     """The command's arguments before its options and sources: few simulations, the fixtures as history."""
-    return ["--model", checkpoint, "--out", str(out), "--sims", str(sims), "--history", str(FIXTURES)]
+    return ["--model", checkpoint, "--out", str(out), "--sims", str(sims), "--history", str(FIXTURES), "--no-mlflow"]
 
 
 def args(checkpoint, out, *sources, sims=4, extra=()):
@@ -131,6 +131,7 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
                 "--history",
                 str(FIXTURES),
                 "--strict",
+                "--no-mlflow",
                 str(good),
                 str(bad[0]),
             ]
@@ -153,7 +154,7 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
 def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):
     out = tmp_path / ("x.txt" if "--out-name" in argv else "x.csv")
     extra = [a for a in argv if a not in ("--out-name", "x.txt")]
-    assert main(["--model", checkpoint, "--out", str(out), *extra, str(FIXTURES / "1527675.json")]) == 2
+    assert main(["--model", checkpoint, "--out", str(out), "--no-mlflow", *extra, str(FIXTURES / "1527675.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0 and not out.exists()
 
@@ -201,6 +202,7 @@ def test_next_over_bowlers_and_next_batters_are_printed_for_a_live_match(checkpo
                 str(FIXTURES),
                 "--next-over-bowlers",
                 "--next-batters",
+                "--no-mlflow",
                 str(live),
                 str(FIXTURES / "1527675.json"),
             ]
@@ -232,7 +234,8 @@ def test_simulations_that_would_not_fit_in_memory_are_refused_before_the_model_r
 
     monkeypatch.setattr(simulate.Simulator, "build", lambda *a, **k: pytest.fail("the simulator was built"))
     out = tmp_path / "out.csv"
-    argv = ["--model", checkpoint, "--out", str(out), "--recent-level", "0", str(FIXTURES / "1473438.json")]
+    argv = ["--model", checkpoint, "--out", str(out), "--recent-level", "0", "--no-mlflow"]
+    argv.append(str(FIXTURES / "1473438.json"))
     assert main([*argv, "--sims", "1000000000"]) == 2
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(
@@ -251,6 +254,7 @@ def test_a_player_named_without_a_registry_id_is_one_player_here_too(checkpoint,
     del doc["info"]["registry"]
     (tmp_path / "1473438.json").write_text(json.dumps(doc))
     argv = ["--model", checkpoint, "--out", str(tmp_path / "out.csv"), "--sims", "2", "--recent-level", "0"]
+    argv.append("--no-mlflow")
     assert main([*argv, "--history", str(FIXTURES), str(tmp_path / "1473438.json")]) == 0
     assert "note:               registry ids by name: " in capsys.readouterr().out
 
@@ -265,6 +269,7 @@ def test_plots_at_an_existing_file_are_refused_before_any_work(checkpoint, tmp_p
         str(out),
         "--plots",
         str(tmp_path / "plots"),
+        "--no-mlflow",
         str(FIXTURES / "1527675.json"),
     ]
     assert main(argv) == 2
@@ -416,8 +421,36 @@ def test_a_probability_that_is_not_a_number_is_refused_and_the_old_output_kept(
     monkeypatch.setattr(simulate, "project_match", one_nan)
     out, players = tmp_path / "out.csv", tmp_path / "players.csv"
     out.write_text("previous results")
-    argv = ["--model", checkpoint, "--out", str(out), "--players-out", str(players), "--sims", "2"]
+    argv = ["--model", checkpoint, "--out", str(out), "--players-out", str(players), "--sims", "2", "--no-mlflow"]
     assert main([*argv, "--recent-level", "0", str(FIXTURES / "1473438.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "have probabilities that are not numbers in [0, 1]" in err[0] and "1473438" in err[0]
     assert out.read_text() == "previous results" and not players.exists()
+
+
+def test_a_simulation_is_an_mlflow_run_with_its_tables_and_pictures(checkpoint, tmp_path, capsys):
+    """Without --no-mlflow: one run of family "simulate" in the store given, the summary (each side's chance
+    before the first ball) as its description, the projections, the players' lines and the pictures as
+    artifacts; a store that cannot be used is one line before any work."""
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import empty_store
+
+    match = edited(tmp_path, "1473439", lambda doc: (doc.pop("innings"), doc["info"].pop("outcome")))
+    uri, out, players = empty_store(tmp_path), tmp_path / "out.csv", tmp_path / "players.parquet"
+    argv = ["--model", checkpoint, "--out", str(out), "--sims", "4", "--history", str(FIXTURES), "--tracking-uri", uri]
+    extra = ["--players-out", str(players), "--plots", str(tmp_path / "plots"), str(match)]
+    assert main([*argv, *extra]) == 0, capsys.readouterr().err
+    client = MlflowClient(uri)
+    (found,) = client.search_runs([client.get_experiment_by_name("cricket_attn").experiment_id])
+    assert found.data.tags["model_family"] == "simulate" and found.data.metrics["simulate/matches"] == 1
+    assert "before the first ball, match 1473439:" in found.data.tags["mlflow.note.content"]
+    logged = {a.path for a in client.list_artifacts(found.info.run_id)}
+    assert logged == {"out.csv", "players.parquet", "pictures"}
+    pictures = {a.path for a in client.list_artifacts(found.info.run_id, "pictures")}
+    assert pictures == {"pictures/1473439-before.png", "pictures/1473439-players.png"}
+    assert f"MLflow run:         {found.info.run_id}" in capsys.readouterr().out
+    (tmp_path / "store").write_text("a file, not a folder")
+    bad = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    assert main(["--model", checkpoint, "--out", str(tmp_path / "x.csv"), "--tracking-uri", bad, str(match)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()

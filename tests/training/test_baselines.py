@@ -51,7 +51,7 @@ def test_one_comparison_reads_as_one_group_in_the_dashboard(baselines_run, track
     import json
     import zlib
 
-    from cricket_attn.tracking import COMPARISON_METRICS, COMPARISON_VIEW, dashboard_url
+    from cricket_attn.dashboard import COMPARISON_METRICS, COMPARISON_VIEW, dashboard_url
 
     client = MlflowClient(tracked_run["uri"])
     transformer = client.get_run(tracked_run["run_id"])
