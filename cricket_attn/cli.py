@@ -159,3 +159,8 @@ def run_command(prog: str, run, args: argparse.Namespace, also: tuple[type[Excep
         return 2
     print(summary)
     return 0
+
+
+def named_list(what: str, names: list[str], show: int = 10) -> str:
+    listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
+    return f"{what}: {len(names)}{listed}"

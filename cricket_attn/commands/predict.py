@@ -18,19 +18,12 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from cricket_attn.cli import check_out_path, check_probabilities, run_command, write_table
+from cricket_attn.commands._scoring import CommandSummary, scoring_parser
 from cricket_attn.config import load_data_config, project_path
 from cricket_attn.data.deliveries import Ingested, PhaseRules
 from cricket_attn.data.features import innings_balls
 from cricket_attn.data.sequences import UNK
-from cricket_attn.inference.reading import (
-    CommandSummary,
-    left_out,
-    nothing_found,
-    read_matches,
-    scoring_parser,
-    unknown_to,
-    with_earlier,
-)
+from cricket_attn.inference.reading import left_out, nothing_found, read_matches, unknown_to, with_earlier
 from cricket_attn.inference.recent import since_training, with_offsets
 from cricket_attn.inference.serving import TrainedModel, load_trained
 from cricket_attn.laws import OUTCOME_RUNS, crease_after, innings_over

@@ -23,6 +23,7 @@ import torch
 from omegaconf import OmegaConf
 
 from cricket_attn import cli, progress, tracking
+from cricket_attn.commands._scoring import CommandSummary, scoring_parser
 from cricket_attn.config import DEFAULT_EXPERIMENT, load_data_config, project_path
 from cricket_attn.data.cricsheet import match_before
 from cricket_attn.data.deliveries import PhaseRules, build_tables
@@ -46,7 +47,7 @@ from cricket_attn.simulation.what_if import choice_report
 
 
 @dataclass
-class SimulationSummary(reading.CommandSummary):
+class SimulationSummary(CommandSummary):
     states: int = 0
     sims: int = 0
     player_lines: str = ""  # what --players-out wrote
@@ -68,7 +69,7 @@ class SimulationSummary(reading.CommandSummary):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = reading.scoring_parser(
+    p = scoring_parser(
         "cricket-attn-simulate",
         __doc__.split("\n")[0],
         "Cricsheet data of earlier matches: the scorebook of the model's training seasons, the sides' "

@@ -1,56 +1,21 @@
-"""What the commands that run a trained model over match files share: their arguments, the matches read
-(and what was left out), what the model does not know, and the summary they print."""
+"""What the commands that run a trained model over match files read: the matches (and what was left out), the
+earlier matches a model's records and histories read, and what the model does not know."""
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cricket_attn.cli import add_tracking
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.data.features import with_registry_ids
 from cricket_attn.data.histories import days, known_deliveries
 from cricket_attn.data.sources import MATCH_FILE_KINDS, MatchFile, iter_match_files, resolve_source, what_is_in
-from cricket_attn.inference.recent import BY_MODEL, STRENGTH, strength
-
-
-@dataclass
-class CommandSummary:
-    """What a scoring command did, printed at its end: the model, what it made, who and what it did not know."""
-
-    matches: int = 0
-    # What the model has no embedding of its own for (`unknown_to`): batters, bowlers, venues, competitions.
-    unknown: dict[str, list[str]] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
-    out: str = ""
-    model: str = ""
-    seconds: float = 0.0
-    known_from: str = ""  # where the earlier matches the model's records and histories read came from
-    notes: list[str] = field(default_factory=list)  # what was done to the data on the way, a line each
-
-    def counts(self) -> list[str]:
-        """What the command made, a line each (each command says its own)."""
-        return []
-
-    def __str__(self) -> str:
-        lines = [
-            f"model:              {self.model}",
-            *([f"earlier matches:    {self.known_from}"] if self.known_from else []),
-            *(f"note:               {note}" for note in self.notes),
-            *self.counts(),
-            *(named_list(f"{what} unknown to the model", names) for what, names in self.unknown.items()),
-            f"skipped:            {len(self.skipped)}",
-        ]
-        lines += [f"  {reason}" for reason in self.skipped]
-        lines.append(f"written:            {self.out} ({self.seconds:.2f} s)")
-        return "\n".join(lines)
 
 
 def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
@@ -176,11 +141,6 @@ def with_earlier(
     return Earlier(filled, known, matches, known_from, notes + filling, [s.reason for s in archive.skipped])
 
 
-def named_list(what: str, names: list[str], show: int = 10) -> str:
-    listed = f" ({', '.join(names[:show])}{', ...' if len(names) > show else ''})" if names else ""
-    return f"{what}: {len(names)}{listed}"
-
-
 def nothing_found(sources: list[str], tables: Ingested) -> str:
     """Why the sources gave no delivery to work on, for a command's one-line refusal: the files skipped,
     the matches without deliveries, or what was there instead of match files."""
@@ -197,37 +157,3 @@ def nothing_found(sources: list[str], tables: Ingested) -> str:
         )
         return f"{len(m)} match(es) without deliveries (first: match {first['match_id'].iloc[0]}, {why})"
     return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"
-
-
-def scoring_parser(
-    prog: str, description: str, history: str, recent_level: float | None, sources: str = "+"
-) -> argparse.ArgumentParser:
-    """The arguments the commands that run a model over match files share; `recent_level`, the command's
-    default strength for the league's recent level (0: off; None: by the model, `level_by_default`);
-    `sources`, how many match sources it takes ("*": none, where it can write a match itself)."""
-    p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--model", required=True, help="MLflow model URI (runs:/..., models:/name@alias) or checkpoint")
-    p.add_argument("--out", required=True, type=Path, help="output file, .parquet or .csv")
-    p.add_argument("--strict", action="store_true", help="fail if any match file has to be skipped")
-    p.add_argument("--data", default="ipl", help="data config in conf/data/ for the phase rules")
-    add_tracking(p, experiment=False)
-    p.add_argument("--history", action="append", help=history)
-    p.add_argument(
-        "--recent-level",
-        type=strength(),
-        default=recent_level,
-        metavar="STRENGTH",
-        help="learn the league's level from the known matches (the sources and --history data) since the "
-        f"model's training seasons played before each match (cricket_attn.inference.recent), pulled to zero with "
-        f"this strength ({STRENGTH:g} chosen on 2024; default: {BY_MODEL if recent_level is None else '%(default)g'})"
-        "; 0: the model as it is",
-    )
-    p.add_argument(
-        "--form",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="tilt each ball by its batter's and bowler's form in the known matches since the model's training "
-        "seasons played before its match (cricket_attn.inference.form; default: %(default)s)",
-    )
-    p.add_argument("sources", nargs=sources, help="Cricsheet zips, folders or match files")
-    return p

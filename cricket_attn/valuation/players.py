@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from cricket_attn.inference.reading import named_list
+from cricket_attn.cli import named_list
 from cricket_attn.inference.serving import TrainedModel
 from cricket_attn.valuation.expected import ClassValues, ball_values
 from cricket_attn.valuation.win import WinModel

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from cricket_attn.cli import named_list
+from cricket_attn.commands._scoring import CommandSummary
 from cricket_attn.inference.reading import (
-    CommandSummary,
     dated_ahead,
     known_sources,
     left_out,
-    named_list,
     nothing_found,
     read_matches,
     with_earlier,
