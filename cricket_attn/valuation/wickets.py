@@ -19,6 +19,7 @@ nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from cricket_attn.data.features import match_state
-from cricket_attn.laws import MAX_WICKETS
+from cricket_attn.laws import MAX_WICKETS, innings_over
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,13 @@ class WicketCost:
         state = match_state(d)
         innings = d.groupby(["match_id", "innings"], sort=False, observed=True)
         total = innings["runs_total"].transform("sum")
-        # An innings that ended with balls and wickets to spare was stopped, not played out.
+        # An innings that ended with balls and wickets to spare (not over by the Laws after its last ball, a first
+        # innings chasing nothing) was stopped, not played out.
         last = innings.cumcount(ascending=False).eq(0).to_numpy()
-        spare = (state["balls_left"] - d["is_legal"].astype(np.int64) > 0) & (
-            state["wickets_before"] + d["wicket_count"] < MAX_WICKETS
-        )
+        legal_after = state["legal_balls_before"] + d["is_legal"].astype(np.int64)
+        wickets_after = state["wickets_before"] + d["wicket_count"]
+        balls = state["legal_balls_before"] + state["balls_left"]
+        spare = ~innings_over(0, wickets_after, legal_after, balls, math.inf)
         stopped = (
             pd.Series(last & spare.to_numpy(), index=d.index)
             .groupby([d["match_id"], d["innings"]], sort=False, observed=True)
