@@ -48,9 +48,12 @@ def fit_trees(X: np.ndarray, y: np.ndarray, settings: Mapping, seed: int = 0) ->
     the rows (drawn from `seed`)."""
     import lightgbm
 
+    missing = [k for k in ("num_iterations", "early_stopping_round", "stopping_fraction") if k not in settings]
+    if missing:  # conf/data/*.yaml's `trees` sets every one: no second default here
+        raise ValueError(f"data.trees: {', '.join(missing)} not set")
     params = {k: v for k, v in settings.items() if k not in OURS}
-    rounds, patience = params.pop("num_iterations", 600), params.pop("early_stopping_round", 20)
-    held = np.random.default_rng(seed).random(len(y)) < float(settings.get("stopping_fraction", 0.1))
+    rounds, patience = params.pop("num_iterations"), params.pop("early_stopping_round")
+    held = np.random.default_rng(seed).random(len(y)) < float(settings["stopping_fraction"])
     params = {
         "objective": "multiclass",
         "num_class": N_OUTCOMES,

@@ -10,7 +10,10 @@ from cricket_attn.data.records import RecordBook, tabular_features
 from cricket_attn.data.teacher import cached_teacher, fit_teacher
 from tests.data.test_datamodule import make
 
-SMALL = dict(learning_rate=0.1, num_iterations=5, min_data_in_leaf=20, num_leaves=7, early_stopping_round=5)
+SMALL = dict(
+    learning_rate=0.1, num_iterations=5, min_data_in_leaf=20, num_leaves=7, early_stopping_round=5,
+    stopping_fraction=0.1,
+)  # fmt: skip
 
 
 def test_a_matchs_targets_never_see_its_own_outcomes(deliveries):

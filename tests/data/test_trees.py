@@ -33,6 +33,8 @@ def test_the_fit_gives_ten_probabilities_a_ball_and_the_same_fit_again(rows):
     p = a.predict_proba(X[:50])
     assert p.shape == (50, N_OUTCOMES) and np.allclose(p.sum(1), 1)
     assert fit_trees(X, y, SETTINGS, seed=0).model == a.model  # deterministic on one machine
+    with pytest.raises(ValueError, match="data.trees: stopping_fraction not set"):  # conf's, no second default
+        fit_trees(X, y, {k: v for k, v in SETTINGS.items() if k != "stopping_fraction"})
     # better than the classes' frequencies on the rows it saw (it learnt something)
     freq = np.bincount(y, minlength=N_OUTCOMES) / len(y)
     fitted = -np.log(a.predict_proba(X)[np.arange(len(y)), y]).mean()
