@@ -83,21 +83,6 @@ def test_next_ball_row_of_the_live_innings_follows_the_laws(predicted):
     assert nxt["delivery_index"].item() == live["delivery_index"].max()
 
 
-def test_next_ball_players_keep_their_registry_ids(tmp_path, phases):
-    """The model knows players by registry id: the next ball's striker, non-striker and (mid-over) bowler
-    carry the ids the match's own balls give them, so a known player is not read as a stranger."""
-    from cricket_attn.commands.predict import next_ball_rows
-    from cricket_attn.data.deliveries import build_tables
-    from cricket_attn.data.sources import iter_match_files
-
-    tables = build_tables(iter_match_files([live_copy(tmp_path)]), phases)
-    (nxt,) = next_ball_rows(tables, phases).itertuples(index=False)
-    registry = json.loads((FIXTURES / f"{LIVE_MATCH}.json").read_text())["info"]["registry"]["people"]
-    assert (nxt.batter_id, nxt.non_striker_id, nxt.bowler_id) == tuple(
-        registry[name] for name in (nxt.batter, nxt.non_striker, nxt.bowler)
-    )
-
-
 def test_next_ball_at_the_start_of_an_over_has_an_unknown_bowler(checkpoint, tmp_path):
     live = live_copy(tmp_path, keep_overs=9, keep_balls=6)
     out = tmp_path / "next.csv"
@@ -636,22 +621,3 @@ def test_formula_like_names_are_defused_in_csv_and_kept_in_parquet(tmp_path, pha
         assert formula.any() and (~formula).any()
         assert (csv[col] == table[col].where(~formula, "'" + table[col])).all()  # other names as they are
     assert (csv["runs_total"] == table["runs_total"]).all() and (table["runs_total"] < 0).any()
-
-
-def test_the_next_ball_reads_its_innings_own_powerplay(tmp_path, phases):
-    """The Big Bash's first innings of 1386137, live after five overs (its four-over powerplay recorded): the
-    next ball, the sixth over's first, is in the middle overs as the table's balls of the fifth are, not in
-    the format's six-over powerplay."""
-    from cricket_attn.commands.predict import next_ball_rows
-    from cricket_attn.data.deliveries import build_tables
-    from cricket_attn.data.sources import MatchFile
-
-    doc = json.loads((FIXTURES.parent / "cricsheet_t20" / "1386137.json").read_text())
-    doc["info"]["outcome"] = {}
-    doc["innings"] = doc["innings"][:1]
-    doc["innings"][0]["overs"] = doc["innings"][0]["overs"][:5]
-    doc["innings"][0]["powerplays"] = doc["innings"][0]["powerplays"][:1]  # the surge is not called yet
-    tables = build_tables([MatchFile("live.json", "live", json.dumps(doc).encode())], phases)
-    assert tables.deliveries.groupby("over")["phase"].first().astype(str).tolist() == ["powerplay"] * 4 + ["middle"]
-    (nxt,) = next_ball_rows(tables, phases).itertuples(index=False)
-    assert (nxt.over, nxt.legal_ball_index, nxt.phase) == (5, 30, "middle")
