@@ -243,7 +243,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
     data = reading.with_earlier(tables, trained.encoder, args.history, phases, project_path(cfg.data_dir), args.sources)
-    tables, known = replace(tables, deliveries=data.deliveries), data.known
+    mine = data.matches["match_id"].isin(tables.matches["match_id"])  # their listed players' ids filled by name
+    tables, known = replace(tables, deliveries=data.deliveries, matches=data.matches[mine]), data.known
     summary.known_from, summary.notes = data.known_from, data.notes
     if before and len(known):  # no player, ground or league has a record before the data's first match
         first = pd.Timestamp(known["date"].min()).date()

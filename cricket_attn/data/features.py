@@ -63,14 +63,13 @@ def entity_key(d: pd.DataFrame, column: str) -> np.ndarray:
     return d[column].astype(str).to_numpy(dtype=object)
 
 
-def with_registry_ids(d: pd.DataFrame, *references: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """`d` with each player written without a registry id (a file without `info.registry`) given the one id
-    his name has among the deliveries of `d` and `references`, so that he is one player, not a second keyed
-    by name; a name with several ids stays by name. Also a line each for what was done, for a summary."""
+def ids_by_name(*deliveries: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Name -> the one registry id a name has among the deliveries' players (names with one id only), and
+    name -> how many ids it has."""
     pairs = pd.concat(
         [
             r[[c, f"{c}_id"]].drop_duplicates().astype(object).set_axis(["name", "id"], axis=1)
-            for r in (d, *references)
+            for r in deliveries
             for c in PLAYER_ROLES
             if f"{c}_id" in r
         ]
@@ -78,6 +77,37 @@ def with_registry_ids(d: pd.DataFrame, *references: pd.DataFrame) -> tuple[pd.Da
     pairs = pairs[pairs["id"].notna() & (pairs["id"] != "")].drop_duplicates()
     ids = pairs.groupby("name")["id"].nunique()
     single = pairs[pairs["name"].isin(ids.index[ids == 1])].drop_duplicates("name").set_index("name")["id"]
+    return single, ids
+
+
+def squads_with_registry_ids(matches: pd.DataFrame, *deliveries: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """`matches` with each listed player a file names without a registry id (`teamN_player_ids` empty for him)
+    given the one id his name has among `deliveries` (`with_registry_ids`' rule, for a side listed before its
+    match, with no ball of its own to carry ids); and how many were given one."""
+    if matches.empty or "team1_players" not in matches:
+        return matches, 0
+    single, _ = ids_by_name(*deliveries)
+    out, taken = matches.copy(), 0
+    for side in ("team1", "team2"):
+        filled = []
+        for names, keys in zip(out[f"{side}_players"], out[f"{side}_player_ids"]):
+            if not isinstance(names, str):
+                filled.append(keys)
+                continue
+            listed = names.split(";")
+            known = keys.split(";") if isinstance(keys, str) else [""] * len(listed)
+            given = [k or single.get(n, "") for n, k in zip(listed, known)]
+            taken += sum(bool(g) and not k for g, k in zip(given, known))
+            filled.append(";".join(given) if any(given) else None)
+        out[f"{side}_player_ids"] = filled
+    return out, taken
+
+
+def with_registry_ids(d: pd.DataFrame, *references: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """`d` with each player written without a registry id (a file without `info.registry`) given the one id
+    his name has among the deliveries of `d` and `references`, so that he is one player, not a second keyed
+    by name; a name with several ids stays by name. Also a line each for what was done, for a summary."""
+    single, ids = ids_by_name(d, *references)
     out, taken, ambiguous = d, 0, set()
     for role in PLAYER_ROLES:
         if f"{role}_id" not in d:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
-from cricket_attn.data.features import with_registry_ids
+from cricket_attn.data.features import squads_with_registry_ids, with_registry_ids
 from cricket_attn.data.histories import days, known_deliveries
 from cricket_attn.data.sources import MATCH_FILE_KINDS, MatchFile, iter_match_files, resolve_source, what_is_in
 
@@ -129,15 +129,19 @@ def with_earlier(
     notes = dated_ahead(tables)
     if not needed or earlier == sources:
         filled, filling = with_registry_ids(tables.deliveries)
+        listed, taken = squads_with_registry_ids(tables.matches, filled)
+        filling += [f"registry ids by name: {taken:,} listed players of matches not begun"] if taken else []
         known_from = known_from if needed else ""
-        return Earlier(filled, filled, tables.matches, known_from, notes + filling, [])
+        return Earlier(filled, filled, listed, known_from, notes + filling, [])
     archive = load_tables(earlier, phases, data_dir)
     if archive.deliveries.empty:
         named = f"--history {' '.join(history)}" if history else known_from
         raise ValueError(f"{named}: {nothing_found(earlier or [], archive)}")
     filled, filling = with_registry_ids(tables.deliveries, archive.deliveries)
     known = with_registry_ids(known_deliveries(filled, archive.deliveries))[0]
-    matches = pd.concat([tables.matches, archive.matches], ignore_index=True).drop_duplicates("match_id")
+    listed, taken = squads_with_registry_ids(tables.matches, filled, archive.deliveries)
+    filling += [f"registry ids by name: {taken:,} listed players of matches not begun"] if taken else []
+    matches = pd.concat([listed, archive.matches], ignore_index=True).drop_duplicates("match_id")
     return Earlier(filled, known, matches, known_from, notes + filling, [s.reason for s in archive.skipped])
 
 
