@@ -50,6 +50,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def the_projects_store_untouched():
+    """No test writes to the project's own MLflow store (a command's default): each names a store of its own
+    under its tmp_path, or --no-mlflow."""
+    from cricket_attn.config import PROJECT_ROOT
+
+    store = PROJECT_ROOT / "mlflow.db"
+    before = store.stat().st_mtime_ns if store.exists() else None
+    yield
+    after = store.stat().st_mtime_ns if store.exists() else None
+    assert after == before, f"a test wrote to {store}: give it a store of its own (tests/conftest.empty_store)"
+
+
 @pytest.fixture(scope="session")
 def data_config():
     return load_data_config("ipl")

@@ -84,7 +84,7 @@ def test_the_commands_take_the_good_match_and_name_the_others(command, tracked_r
     out = tmp_path / "out.csv"
     args = ["--model", tracked_run["results"]["checkpoint"], "--out", str(out), str(tmp_path)]
     main = predict.main if command == "predict" else simulate.main
-    assert main([*args, "--sims", "2"] if command == "simulate" else args) == 0
+    assert main([*args, "--sims", "2", "--no-mlflow"] if command == "simulate" else args) == 0
     printed = capsys.readouterr()
     assert "Traceback" not in printed.err + printed.out
     assert set(pd.read_csv(out)["match_id"].astype(str)) == {"1473439"}
