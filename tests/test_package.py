@@ -98,3 +98,14 @@ def test_every_console_script_is_a_main_of_its_own_module_in_commands():
     modules = {p.stem for p in (PACKAGE / "commands").glob("*.py") if not p.stem.startswith("_")}
     assert modules == {module.rsplit(".", 1)[1] for module, _ in targets} | {"official_results"}
     assert "cricket_attn.commands.official_results" in (PACKAGE.parent / "Makefile").read_text()
+
+
+def test_a_module_reads_in_one_sitting():
+    """Each module under 450 lines, the model's file alone excepted (read top to bottom, it is the model):
+    a file that grows past it does more than one job and is split by job (STYLE.md)."""
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > 450 and path.name != "model.py"
+    }
+    assert not long, long
