@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from cricket_attn.config import CONF_DIR, DEFAULT_EXPERIMENT, load_data_config, project_path
 from cricket_attn.data.datamodule import CricketDataModule
+from cricket_attn.data.features import RATE_STRENGTH
 from cricket_attn.data.records import RecordSettings
 from cricket_attn.data.teacher import fit_teacher
 from cricket_attn.model import ModelConfig
@@ -66,7 +67,7 @@ def test_the_other_defaults_in_code_are_conf():
     data = OmegaConf.to_container(load_data_config("ipl"))
     assert RecordSettings().to_dict() == data["records"]
     teacher = inspect.signature(fit_teacher).parameters
-    assert teacher["rate_strength"].default == data["rate_strength"]
+    assert teacher["rate_strength"].default == data["rate_strength"] == RATE_STRENGTH  # every rates fit's default
     assert teacher["folds"].default is inspect.Parameter.empty
     # The commands' --experiment default is the experiment training logs to.
     assert OmegaConf.load(CONF_DIR / "logger" / "mlflow.yaml").experiment_name == DEFAULT_EXPERIMENT

@@ -11,6 +11,7 @@ import torch
 from cricket_attn.config import project_path
 from cricket_attn.data.batches import BallSequences, BucketBatchSampler
 from cricket_attn.data.deliveries import Ingested, PhaseRules, load_tables
+from cricket_attn.data.features import RATE_STRENGTH
 from cricket_attn.data.sequences import SequenceEncoder
 from cricket_attn.data.sources import EMBEDDED, configured_sources
 from cricket_attn.data.splits import SeasonSplit
@@ -76,7 +77,7 @@ class CricketDataModule(pl.LightningDataModule):
         records: Mapping | None,
         trees: Mapping | None,
         min_count: int | None = None,
-        rate_strength: float = 200.0,
+        rate_strength: float = RATE_STRENGTH,
         batch_size: int = 16,
         eval_batch_size: int = 256,
         num_workers: int = 0,

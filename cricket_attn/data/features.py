@@ -29,6 +29,11 @@ SHARED_GROUND_NAMES = frozenset(
 CITY_ALIASES = {"Brighton": "Hove"}
 
 
+# conf/data's `rate_strength`, the default of every fit of players' and venues' rates (tests/test_config holds
+# them equal).
+RATE_STRENGTH = 200.0
+
+
 def venue_key(venues: pd.Series, cities: pd.Series | None = None) -> np.ndarray:
     """A ground as one key however a file writes it: the name before any comma (Cricsheet adds the city
     in later files: `Wankhede Stadium, Mumbai`), dots as spaces (`M.Chinnaswamy`), one space between words;
@@ -295,7 +300,7 @@ class OutcomeRates:
     """
 
     column: str
-    strength: float = 200.0
+    strength: float = RATE_STRENGTH
     prior: np.ndarray = field(default=None, repr=False)
     counts: pd.DataFrame = field(default=None, repr=False)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.data.batches import BallSequences
-from cricket_attn.data.features import RATE_COLUMNS, STATE_COLUMNS, OutcomeRates, entity_key, match_state
+from cricket_attn.data.features import RATE_COLUMNS, RATE_STRENGTH, STATE_COLUMNS, OutcomeRates, entity_key, match_state
 from cricket_attn.data.histories import HISTORY_AGE_BUCKETS, HISTORY_FIELDS, PlayerHistories, days
 from cricket_attn.data.records import BLOCK_WIDTHS, RecordBook, RecordSettings
 from cricket_attn.laws import N_OUTCOMES, START_OF_INNINGS
@@ -101,7 +101,7 @@ class SequenceEncoder:
             self.trained_until = self.last_season
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, min_count: int | None, rate_strength: float = 200.0) -> SequenceEncoder:
+    def fit(cls, train: pd.DataFrame, min_count: int | None, rate_strength: float = RATE_STRENGTH) -> SequenceEncoder:
         return cls.fit_encode(train, min_count, rate_strength)[0]
 
     def key(self, d: pd.DataFrame, column: str) -> pd.Series:
@@ -119,7 +119,7 @@ class SequenceEncoder:
         cls,
         train: pd.DataFrame,
         min_count: int | None,
-        rate_strength: float = 200.0,
+        rate_strength: float = RATE_STRENGTH,
         history_balls: int = 0,
         known: pd.DataFrame | None = None,
         first_innings: bool = False,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from cricket_attn.atomic import atomic_path
-from cricket_attn.data.features import TabularFeatures, match_folds
+from cricket_attn.data.features import RATE_STRENGTH, TabularFeatures, match_folds
 from cricket_attn.data.records import RecordBook, tabular_features
 from cricket_attn.data.splits import season_range
 from cricket_attn.data.trees import Trees, fit_trees, settings_key
@@ -62,7 +62,7 @@ def fit_teacher(
     settings: Mapping,
     folds: int,
     seed: int = 0,
-    rate_strength: float = 200.0,
+    rate_strength: float = RATE_STRENGTH,
     book: RecordBook | None = None,
 ) -> Teacher:
     """The folds' trees and each delivery's probabilities from the folds without its match. With a record
