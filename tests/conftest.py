@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from pathlib import Path
 
@@ -109,16 +108,13 @@ def _empty_store_template() -> Path:
 
     from mlflow import MlflowClient
 
+    from cricket_attn.tracking import quiet_store_creation
+
     memory = Path("/dev/shm")
     folder = Path(tempfile.mkdtemp(prefix="empty-store-", dir=memory if os.access(memory, os.W_OK) else None))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    quiet = logging.getLogger("mlflow.store.db.utils")  # its lines on making the tables: not a test's
-    level = quiet.level
-    quiet.setLevel(logging.WARNING)
-    try:
+    with quiet_store_creation():  # its lines on making the tables: not a test's
         MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()  # creates and migrates the tables
-    finally:
-        quiet.setLevel(level)
     return folder / "mlflow.db"
 
 

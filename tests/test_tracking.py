@@ -623,3 +623,19 @@ def test_a_damaged_checkpoint_or_run_file_on_resume(tmp_path, caplog):
     run_file.write_text(run_file.read_text()[:20])
     with pytest.raises(ResumeError, match=rf"^{re.escape(str(run_file))} is damaged \(.*: start a new run, or restore"):
         resume(3)
+
+
+def test_a_new_store_is_made_without_a_word(tmp_path, capfd):
+    """A command's first run makes the project's store: MLflow's and Alembic's INFO lines of its migrations are
+    held back (a command prints its summary, or one line), and the loggers' levels are restored after."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("mlflow.store.db.utils", "alembic.runtime.migration")]
+    levels = [logger.level for logger in loggers]
+    capfd.readouterr()
+    check_tracking_uri(f"sqlite:///{tmp_path / 'new.db'}")
+    printed = capfd.readouterr()
+    said = printed.err + printed.out
+    assert (tmp_path / "new.db").is_file() and "Creating initial MLflow database tables" not in said
+    assert "alembic" not in said.lower()
+    assert [logger.level for logger in loggers] == levels

@@ -87,15 +87,17 @@ def ids_by_name(*deliveries: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 def squads_with_registry_ids(matches: pd.DataFrame, *deliveries: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """`matches` with each listed player a file names without a registry id (`teamN_player_ids` empty for him)
-    given the one id his name has among `deliveries` (`with_registry_ids`' rule, for a side listed before its
-    match, with no ball of its own to carry ids); and how many were given one."""
+    given the one id his name has among `deliveries` (`with_registry_ids`' rule, for the sides as listed: a
+    match not begun has no ball to carry ids, a match in progress lists players yet to bat); and how many were
+    given one."""
     if matches.empty or "team1_players" not in matches:
         return matches, 0
     single, _ = ids_by_name(*deliveries)
     out, taken = matches.copy(), 0
     for side in ("team1", "team2"):
         filled = []
-        for names, keys in zip(out[f"{side}_players"], out[f"{side}_player_ids"]):
+        written = out[f"{side}_player_ids"] if f"{side}_player_ids" in out else [None] * len(out)
+        for names, keys in zip(out[f"{side}_players"], written):
             if not isinstance(names, str):
                 filled.append(keys)
                 continue

@@ -12,10 +12,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cricket_attn.cli import named_list
 from cricket_attn.data.deliveries import Ingested, PhaseRules, build_tables, load_tables
 from cricket_attn.data.features import squads_with_registry_ids, with_registry_ids
 from cricket_attn.data.histories import days, known_deliveries
 from cricket_attn.data.sources import MATCH_FILE_KINDS, MatchFile, iter_match_files, resolve_source, what_is_in
+
+# What `unknown_to` lists, by the deliveries' column; where a match file names a ground and (from info.event) a league.
+ROLES = {"batters": "batter", "bowlers": "bowler", "venues": "venue", "competitions": "competition"}
+FIELDS = {"venue": "info.venue", "competition": "competition"}  # a match file's ground; its league (from info.event)
 
 
 def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
@@ -32,22 +37,18 @@ def unknown_to(encoder, deliveries: pd.DataFrame) -> dict[str, list[str]]:
     }
 
 
-ROLES = {"batters": "batter", "bowlers": "bowler", "venues": "venue", "competitions": "competition"}
-FIELDS = {"venue": "info.venue", "competition": "competition"}  # a match file's ground; its league (from info.event)
-
-
 def unknown_places(encoder, deliveries: pd.DataFrame) -> list[str]:
-    """A line per match whose ground or competition the model knows nothing of (`unknown_to`'s rule), naming
-    the match and the field: the match is still worked on, as a new ground's or league's first match is."""
+    """A line per ground or competition the model knows nothing of (`unknown_to`'s rule), naming the field and
+    its matches: they are still worked on, as a new ground's or league's first match is."""
     regular = deliveries[~deliveries["is_super_over"].astype(bool)]
+    why = "no ball of it before the day" if encoder.records is not None else "no embedding of its own"
     lines = []
     for column, where in FIELDS.items():
         missing = regular[_missing(encoder, regular, column)].drop_duplicates("match_id")
-        lines += [
-            f"match {m}: {where} {name!r}: unknown to the model (no ball of it before the day)"
-            for m, name in zip(missing["match_id"].astype(str), missing[column].astype(str))
-        ]
-    return lines
+        for name, matches in missing.groupby(missing[column].astype(str), sort=True)["match_id"]:
+            ids = [str(m) for m in matches]
+            lines.append(named_list(f"{where} {name!r}: unknown to the model ({why}); matches", ids, show=5))
+    return lines[:10] + ([f"... and {len(lines) - 10} more grounds or competitions unknown"] if len(lines) > 10 else [])
 
 
 def _missing(encoder, regular: pd.DataFrame, column: str) -> np.ndarray:
@@ -130,7 +131,7 @@ def with_earlier(
     if not needed or earlier == sources:
         filled, filling = with_registry_ids(tables.deliveries)
         listed, taken = squads_with_registry_ids(tables.matches, filled)
-        filling += [f"registry ids by name: {taken:,} listed players of matches not begun"] if taken else []
+        filling += [f"registry ids by name: {taken:,} listed players a file named without an id"] if taken else []
         known_from = known_from if needed else ""
         return Earlier(filled, filled, listed, known_from, notes + filling, [])
     archive = load_tables(earlier, phases, data_dir)
@@ -140,7 +141,7 @@ def with_earlier(
     filled, filling = with_registry_ids(tables.deliveries, archive.deliveries)
     known = with_registry_ids(known_deliveries(filled, archive.deliveries))[0]
     listed, taken = squads_with_registry_ids(tables.matches, filled, archive.deliveries)
-    filling += [f"registry ids by name: {taken:,} listed players of matches not begun"] if taken else []
+    filling += [f"registry ids by name: {taken:,} listed players a file named without an id"] if taken else []
     matches = pd.concat([listed, archive.matches], ignore_index=True).drop_duplicates("match_id")
     return Earlier(filled, known, matches, known_from, notes + filling, [s.reason for s in archive.skipped])
 

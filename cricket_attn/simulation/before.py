@@ -13,7 +13,7 @@ from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
 from cricket_attn.laws import T20_MATCH_TYPES
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.lines import FLAGS, Draws, summarise
+from cricket_attn.simulation.lines import pooled_draws, summarise
 from cricket_attn.simulation.match import PLAYER_COLUMNS, MatchContext, StateError, chase_setup, project_context
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
@@ -221,19 +221,6 @@ def project_before(
         table = summarise(pooled, team, fantasy.points(pooled) if fantasy else None)
         lines.append(table.assign(**point, sims=len(pooled["runs"]), order_weight=1.0))
     return projections, pd.concat(lines, ignore_index=True)[list(PLAYER_COLUMNS)]
-
-
-def pooled_draws(parts: list[Draws]) -> Draws:
-    """One side's draws (`lines.side_draws`) of several sets of simulations as one: each figure's rows one after
-    the other, over every player any set lists (nothing, 0 or no, where a set does not list him)."""
-    players = list(dict.fromkeys(name for part in parts for name in part["runs"].columns))
-    return {
-        figure: pd.concat(
-            [part[figure].reindex(columns=players, fill_value=False if figure in FLAGS else 0) for part in parts],
-            ignore_index=True,
-        )
-        for figure in parts[0]
-    }
 
 
 def side_chances(projections: pd.DataFrame) -> pd.DataFrame:

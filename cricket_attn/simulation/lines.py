@@ -71,9 +71,19 @@ def side_draws(batting: Draws, bowling: Draws) -> Draws:
     from the innings it bowled (the same number of draws, the same simulations in the same order), over all
     its players; a player listed in one of the two only has nothing (0, no) in the other."""
     players = list(dict.fromkeys([*batting["runs"].columns, *bowling["wickets"].columns]))
-    return {
-        k: v.reindex(columns=players, fill_value=False if k in FLAGS else 0) for k, v in {**batting, **bowling}.items()
-    }
+    return {k: _over(players, k, v) for k, v in {**batting, **bowling}.items()}
+
+
+def pooled_draws(parts: list[Draws]) -> Draws:
+    """One side's draws (`side_draws`) of several sets of simulations as one (before the toss, each batting
+    order's): each figure's rows one after the other, over every player any set lists."""
+    players = list(dict.fromkeys(name for part in parts for name in part["runs"].columns))
+    return {k: pd.concat([_over(players, k, part[k]) for part in parts], ignore_index=True) for k in parts[0]}
+
+
+def _over(players: list[str], figure: str, draws: pd.DataFrame) -> pd.DataFrame:
+    """A figure's draws over `players`: one a set does not list has nothing in it (0, or no)."""
+    return draws.reindex(columns=players, fill_value=False if figure in FLAGS else 0)
 
 
 def summarise(draws: Draws, team: str, points: pd.DataFrame | None = None) -> pd.DataFrame:

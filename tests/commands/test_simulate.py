@@ -179,8 +179,8 @@ def test_the_hundred_is_named_and_not_simulated_and_a_t20i_is(checkpoint, tmp_pa
         shutil.copy(leagues / f"{name}.json", tmp_path / f"{name}.json")
     summary = run(args(checkpoint, tmp_path / "out.parquet", tmp_path / "1417822.json", tmp_path / "1479576.json"))
     assert summary.matches == 1 and summary.unknown["competitions"] == ["T20I between full members"]
-    unknown = "match 1479576: competition 'T20I between full members': unknown to the model (no ball of it before"
-    assert sum(note.startswith(unknown) for note in summary.notes) == 1  # the match and the field, one line
+    unknown = "competition 'T20I between full members': unknown to the model (no ball of it before the day); matches: 1"
+    assert f"{unknown} (1479576)" in summary.notes  # the field and its match, one line
     (reason,) = summary.skipped
     assert reason.startswith("match 1417822: sets of five balls (The Hundred") and "cricket-attn-predict" in reason
     projected = pd.read_parquet(tmp_path / "out.parquet")
@@ -362,7 +362,7 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
     from_file, from_form = tmp_path / "file.csv", tmp_path / "form.csv"
     run(args(checkpoint, from_file, written, extra=("--players-out", str(tmp_path / "file_players.csv"))))
     summary = run(args(checkpoint, from_form, extra=(*form, "--players-out", str(tmp_path / "form_players.csv"))))
-    filled = "registry ids by name: 21 listed players of matches not begun"  # of 22: a debutant has no ball yet
+    filled = "registry ids by name: 21 listed players a file named without an id"  # of 22: a debutant has no ball
     assert summary.matches == 1 and filled in summary.notes
     pd.testing.assert_frame_equal(pd.read_csv(from_form), pd.read_csv(from_file))
     lines = [pd.read_csv(tmp_path / f"{kind}_players.csv") for kind in ("form", "file")]
@@ -375,7 +375,7 @@ def test_a_match_written_on_the_command_line_is_its_file_written_before_the_matc
     ground = ["Nowhere Oval" if x == info["venue"] else x for x in form]  # a new ground: simulated, said
     notes = run(args(checkpoint, tmp_path / "ground.csv", extra=ground)).notes
     assert [n for n in notes if "info.venue" in n] == [
-        "match 1082591: info.venue 'Nowhere Oval': unknown to the model (no ball of it before the day)"
+        "info.venue 'Nowhere Oval': unknown to the model (no ball of it before the day); matches: 1 (1082591)"
     ]
     capsys.readouterr()
     xi = info["players"][teams[0]]

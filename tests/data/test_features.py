@@ -167,3 +167,24 @@ def test_a_player_without_an_id_is_known_by_name_whatever_marks_the_gap(deliveri
     keys = entity_key(d.assign(batter_id=column), "batter")
     assert list(keys[[1, 4]]) == list(d["batter"].astype(str)[[1, 4]])
     assert list(keys[[0, 2, 3, 5]]) == list(d["batter_id"].astype(str)[[0, 2, 3, 5]])
+
+
+def test_listed_players_without_an_id_get_the_one_their_name_has():
+    """A side listed without a registry id for some players: each gets the one id his name has on the balls
+    given; a name with two ids stays by name; an id the file gave is kept; a side listed with no ids at all, or a
+    matches table without the ids' column, is filled the same way; the count says how many were given one."""
+    from cricket_attn.data.features import squads_with_registry_ids
+
+    balls = pd.DataFrame(
+        {"batter": ["A", "B", "B", "C"], "batter_id": ["a1", "b1", "b2", "c1"], "bowler": ["D", "D", "D", "D"],
+         "bowler_id": ["d1", "d1", "d1", "d1"], "non_striker": ["A", "A", "A", "A"], "non_striker_id": ["a1"] * 4}
+    )  # fmt: skip
+    matches = pd.DataFrame(
+        {"match_id": ["m", "n"], "team1_players": ["A;B;C", "A;D"], "team1_player_ids": [";;c9", None],
+         "team2_players": ["D;E", None], "team2_player_ids": [None, None]}
+    )  # fmt: skip
+    out, taken = squads_with_registry_ids(matches, balls)
+    assert out["team1_player_ids"].tolist() == ["a1;;c9", "a1;d1"]  # B has two ids: by name; C's own id kept
+    assert out.loc[0, "team2_player_ids"] == "d1;" and pd.isna(out.loc[1, "team2_player_ids"]) and taken == 4
+    bare, taken = squads_with_registry_ids(matches.drop(columns=["team1_player_ids", "team2_player_ids"]), balls)
+    assert bare["team1_player_ids"].tolist() == ["a1;;c1", "a1;d1"] and taken == 5

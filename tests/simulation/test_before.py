@@ -176,3 +176,33 @@ def test_a_list_written_before_the_match_is_its_batting_order_as_written(phases)
     other = next(t for t in doc["info"]["teams"] if t != team)
     setup = InningsSetup.before_match(tables.matches, "1473439", team, other)
     assert len(listed) == 12 and listed[0] == "A Zampa" and setup.batting == listed
+
+
+def test_each_sides_chance_adds_the_orders_by_their_weight():
+    """By hand: A bats first in one order (B chasing wins 40%), B in the other (A chasing wins 70%): A's chance
+    0.5 * 0.6 + 0.5 * 0.7, B's the rest, the error the orders' errors added as independent; with the toss known
+    (one order) the batting side's chance is 1 minus the chaser's, with the chaser's error."""
+    two = pd.DataFrame(
+        {"match_id": "m", "innings": 1, "delivery_index": 0, "batting_team": ["A", "B"], "bowling_team": ["B", "A"],
+         "win_probability": [0.4, 0.7], "win_probability_se": [0.03, 0.04], "order_weight": [0.5, 0.5]}
+    )  # fmt: skip
+    chances = side_chances(two).set_index("team")
+    assert chances["win_probability"].to_dict() == pytest.approx({"A": 0.65, "B": 0.35})
+    assert chances["win_probability_se"].tolist() == pytest.approx([0.025, 0.025])  # 0.5 * hypot(0.03, 0.04)
+    one = side_chances(two.iloc[[0]].assign(order_weight=1.0)).set_index("team")
+    assert one["win_probability"].to_dict() == pytest.approx({"A": 0.6, "B": 0.4})
+    assert one["win_probability_se"].tolist() == pytest.approx([0.03, 0.03])
+    later = two.assign(delivery_index=6)  # a state after the first ball is not before the match
+    assert side_chances(later).empty
+
+
+def test_sets_of_draws_listing_different_players_pool_over_all_of_them():
+    """A side's draws of two orders whose lists differ (a twelfth player in one): the pooled figure is each
+    set's rows in turn, a player a set does not list with nothing there (0 runs, not out, did not bat)."""
+    from cricket_attn.simulation.lines import pooled_draws
+
+    first = {"runs": pd.DataFrame({"x": [10, 20]}), "bats": pd.DataFrame({"x": [True, True]})}
+    second = {"runs": pd.DataFrame({"y": [5], "x": [0]}), "bats": pd.DataFrame({"y": [True], "x": [False]})}
+    pooled = pooled_draws([first, second])
+    assert pooled["runs"].to_dict("list") == {"x": [10, 20, 0], "y": [0, 0, 5]}
+    assert pooled["bats"].to_dict("list") == {"x": [True, True, False], "y": [False, False, True]}
