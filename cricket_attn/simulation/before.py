@@ -202,9 +202,9 @@ def project_before(
     orders = batting_orders(row)
     shares = [int(n * weight) for _, weight in orders]
     shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
-    for (first, weight), share in zip(orders, shares):
+    for k, ((first, weight), share) in enumerate(zip(orders, shares)):  # each order its own draws (seed + k)
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, max(1, share), seed, False, players, None, players)
+        out = project_context(sim, ctx, max(1, share), seed + k, False, players, None, players)
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
         sides += [(point | {"order_weight": weight}, team, side) for point, team, side in drawn]
