@@ -200,11 +200,13 @@ def project_before(
     check_before(row)
     frames, sides = [], []
     orders = batting_orders(row)
+    if n < len(orders):
+        raise StateError(f"match {match_id}: {n} simulation(s): before the toss at least {len(orders)}, one an order")
     shares = [int(n * weight) for _, weight in orders]
     shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
     for k, ((first, weight), share) in enumerate(zip(orders, shares)):  # each order its own draws (seed + k)
         ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, max(1, share), seed + k, False, players, None, players)
+        out = project_context(sim, ctx, share, seed + k, False, players, None, players)
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
         sides += [(point | {"order_weight": weight}, team, side) for point, team, side in drawn]

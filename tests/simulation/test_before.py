@@ -67,6 +67,9 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     assert projections["order_weight"].tolist() == [0.5, 0.5]
     assert projections["sims"].tolist() == [16, 16]  # the match's 32 simulations, half with each side batting first
     assert project_before(fixture_simulator, matches, MATCH, n=5, seed=0)["sims"].tolist() == [3, 2]  # 5 in all
+    too_few = f"match {MATCH}: 1 simulation\\(s\\): before the toss at least 2, one an order"
+    with pytest.raises(StateError, match=too_few):
+        project_before(fixture_simulator, matches, MATCH, n=1)
     chances = side_chances(projections)
     assert sorted(chances["team"]) == sorted(doc["info"]["teams"])
     assert chances["win_probability"].sum() == pytest.approx(1)
