@@ -137,7 +137,7 @@ def with_earlier(
     archive = load_tables(earlier, phases, data_dir)
     if archive.deliveries.empty:
         named = f"--history {' '.join(history)}" if history else known_from
-        raise ValueError(f"{named}: {nothing_found(earlier or [], archive)}")
+        raise ValueError(f"{named}: {nothing_found(earlier or [], archive, earlier=True)}")
     filled, filling = with_registry_ids(tables.deliveries, archive.deliveries)
     known = with_registry_ids(known_deliveries(filled, archive.deliveries))[0]
     listed, taken = squads_with_registry_ids(tables.matches, filled, archive.deliveries)
@@ -146,19 +146,17 @@ def with_earlier(
     return Earlier(filled, known, matches, known_from, notes + filling, [s.reason for s in archive.skipped])
 
 
-def nothing_found(sources: list[str], tables: Ingested) -> str:
+def nothing_found(sources: list[str], tables: Ingested, earlier: bool = False) -> str:
     """Why the sources gave no delivery to work on, for a command's one-line refusal: the files skipped,
-    the matches without deliveries, or what was there instead of match files."""
+    the matches without deliveries (of the matches a command works on, one not begun is simulate's; of the
+    `earlier` matches a model reads, it is no record), or what was there instead of match files."""
     if tables.skipped:
         return f"{len(tables.skipped)} file(s) skipped, first: {tables.skipped[0].reason}"
     m = tables.matches
     if len(m):
         unplayed = m[m["winner"].isna() & m["result"].isna()]  # written before the match, not abandoned
         first = unplayed if len(unplayed) else m
-        why = (
-            "a match not begun: cricket-attn-simulate projects it from before its first ball"
-            if len(unplayed)
-            else "no ball bowled, its result recorded"
-        )
+        simulate = "no record in it" if earlier else "cricket-attn-simulate projects it from before its first ball"
+        why = f"a match not begun: {simulate}" if len(unplayed) else "no ball bowled, its result recorded"
         return f"{len(m)} match(es) without deliveries (first: match {first['match_id'].iloc[0]}, {why})"
     return f"no Cricsheet match files {MATCH_FILE_KINDS}: found {what_is_in(sources)}"

@@ -111,3 +111,10 @@ def test_a_commands_matches_beside_the_earlier_ones_each_match_once_each_player_
     empty.mkdir()
     with pytest.raises(ValueError, match=f"^--history {empty}: no Cricsheet match files"):
         with_earlier(tables, model, [str(empty)], phases, tmp_path / "data", [str(files)])
+    ahead = tmp_path / "ahead"  # earlier matches of their info alone: no record, and no hint to simulate them
+    ahead.mkdir()
+    doc.pop("innings"), doc["info"].pop("outcome")
+    (ahead / first.name).write_text(json.dumps(doc))
+    no_record = r"without deliveries \(first: match \d+, a match not begun: no record in it\)$"
+    with pytest.raises(ValueError, match=no_record):
+        with_earlier(tables, model, [str(ahead)], phases, tmp_path / "data", [str(files)])
