@@ -333,7 +333,11 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     summary.matches, summary.states, summary.sims = int(out["match_id"].nunique()), len(out), args.sims
     summary.seconds = time.perf_counter() - start
     if not args.no_mlflow:
-        summary.run_id = log_run(args, trained.source, summary, pictures)
+        try:
+            summary.run_id = log_run(args, trained.source, summary, pictures)
+        except Exception as err:  # the files are whole and stay: say so in the one line
+            failed = f"{args.out} written; its MLflow run failed: {type(err).__name__}: {err}"
+            raise tracking.TrackingError(failed) from None
     return summary
 
 

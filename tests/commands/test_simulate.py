@@ -430,7 +430,7 @@ def test_a_probability_that_is_not_a_number_is_refused_and_the_old_output_kept(
     assert out.read_text() == "previous results" and not players.exists()
 
 
-def test_a_simulation_is_an_mlflow_run_with_its_tables_and_pictures(checkpoint, tmp_path, capsys):
+def test_a_simulation_is_an_mlflow_run_with_its_tables_and_pictures(checkpoint, tmp_path, capsys, monkeypatch):
     """Without --no-mlflow: one run of family "simulate" in the store given, the summary (each side's chance
     before the first ball) as its description, the projections, the players' lines and the pictures as
     artifacts; a store that cannot be used is one line before any work."""
@@ -456,3 +456,12 @@ def test_a_simulation_is_an_mlflow_run_with_its_tables_and_pictures(checkpoint, 
     bad = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
     assert main(["--model", checkpoint, "--out", str(tmp_path / "x.csv"), "--tracking-uri", bad, str(match)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+
+    def refused(*args, **kwargs):  # the store fails after the files are written
+        raise OSError("disk full")
+
+    monkeypatch.setattr("cricket_attn.commands.simulate.tracking.log_report_run", refused)
+    assert main([*argv[:2], "--out", str(tmp_path / "y.csv"), *argv[4:], str(match)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cricket-attn-simulate: {tmp_path / 'y.csv'} written; its MLflow run failed: OSError: disk full"]
+    assert (tmp_path / "y.csv").is_file()
