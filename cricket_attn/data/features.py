@@ -92,17 +92,18 @@ def squads_with_registry_ids(matches: pd.DataFrame, *deliveries: pd.DataFrame) -
     given one."""
     if matches.empty or "team1_players" not in matches:
         return matches, 0
-    single, _ = ids_by_name(*deliveries)
-    out, taken = matches.copy(), 0
+    single, out, taken = None, matches.copy(), 0
     for side in ("team1", "team2"):
         filled = []
         written = out[f"{side}_player_ids"] if f"{side}_player_ids" in out else [None] * len(out)
         for names, keys in zip(out[f"{side}_players"], written):
-            if not isinstance(names, str):
+            listed = names.split(";") if isinstance(names, str) else []
+            known = keys.split(";") if isinstance(keys, str) else [""] * len(listed)
+            if all(known):  # every listed player has his id (Cricsheet's files), or none is listed
                 filled.append(keys)
                 continue
-            listed = names.split(";")
-            known = keys.split(";") if isinstance(keys, str) else [""] * len(listed)
+            if single is None:  # looked up once, and only where a name lacks its id
+                single, _ = ids_by_name(*deliveries)
             given = [k or single.get(n, "") for n, k in zip(listed, known)]
             taken += sum(bool(g) and not k for g, k in zip(given, known))
             filled.append(";".join(given) if any(given) else None)

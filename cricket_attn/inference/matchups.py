@@ -64,9 +64,10 @@ def check_setting(d: pd.DataFrame, date, venue: str, city: str | None, competiti
         first = pd.Timestamp(d["date"].min()).date() if len(d) else None
         raise MatchupError(f"date {day.date()}: before the data's first match ({first}): no record yet")
     ground = venue_key(pd.Series([venue]), pd.Series([city]) if city else None)[0]
+    places = earlier[["venue", "city"]].astype(object).drop_duplicates()  # a key per place, not per ball
     for field, name, known in (
         ("competition", competition, earlier["competition"].astype(str) == competition),
-        ("venue", venue, venue_key(earlier["venue"], earlier["city"]) == ground),
+        ("venue", venue, venue_key(places["venue"], places["city"]) == ground),
     ):
         if not known.any():
             close = difflib.get_close_matches(name, earlier[field].astype(str).unique().tolist(), n=3)

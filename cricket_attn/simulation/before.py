@@ -13,8 +13,15 @@ from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
 from cricket_attn.laws import T20_MATCH_TYPES
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.lines import pooled_draws, summarise
-from cricket_attn.simulation.match import PLAYER_COLUMNS, MatchContext, StateError, chase_setup, project_context
+from cricket_attn.simulation.lines import pooled_draws
+from cricket_attn.simulation.match import (
+    PLAYER_COLUMNS,
+    MatchContext,
+    StateError,
+    chase_setup,
+    line_rows,
+    project_context,
+)
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
 
@@ -217,12 +224,9 @@ def project_before(
         return projections, sides
     point = {"match_id": str(match_id), "innings": 1, "delivery_index": 0}
     point["batting_first"] = orders[0][0] if len(orders) == 1 else None
-    lines = []
-    for team in (str(row["team1"]), str(row["team2"])):
-        pooled = pooled_draws([side for _, t, side in sides if t == team])
-        table = summarise(pooled, team, fantasy.points(pooled) if fantasy else None)
-        lines.append(table.assign(**point, sims=len(pooled["runs"]), order_weight=1.0))
-    return projections, pd.concat(lines, ignore_index=True)[list(PLAYER_COLUMNS)]
+    teams = (str(row["team1"]), str(row["team2"]))
+    pooled = [(point, team, pooled_draws([side for _, t, side in sides if t == team])) for team in teams]
+    return projections, pd.DataFrame(line_rows(pooled, fantasy), columns=list(PLAYER_COLUMNS))
 
 
 def side_chances(projections: pd.DataFrame) -> pd.DataFrame:

@@ -323,7 +323,7 @@ def project_context(
             end, wins = ctx.simulate(sim, number, points, n, generator, keep_states=players)
             if players:
                 sides = _side_draws(sim, ctx, number, points, end, n)
-                lines += sides if draws else _line_rows(sides, n, fantasy)
+                lines += sides if draws else line_rows(sides, fantasy)
             rows += _projection_rows(
                 points,
                 inn,
@@ -369,12 +369,13 @@ def _side_draws(
     return out
 
 
-def _line_rows(sides: list[tuple[dict, str, dict]], n: int, fantasy: FantasyTable | None) -> list[dict]:
-    """PLAYER_COLUMNS rows of `_side_draws`."""
+def line_rows(sides: list[tuple[dict, str, dict]], fantasy: FantasyTable | None) -> list[dict]:
+    """PLAYER_COLUMNS rows of (point, team, draws) as `_side_draws` gives them: each player's line over the
+    draws, `sims` their number."""
     out = []
     for point, team, draws in sides:
         table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
-        out += table.assign(**point, sims=n, order_weight=1.0).to_dict("records")
+        out += table.assign(**point, sims=len(draws["runs"]), order_weight=1.0).to_dict("records")
     return out
 
 
