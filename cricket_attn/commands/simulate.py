@@ -31,12 +31,20 @@ from cricket_attn.data.sources import MatchFile
 from cricket_attn.inference import reading
 from cricket_attn.inference.recent import level_by_default, since_training, strength
 from cricket_attn.inference.serving import load_trained
-from cricket_attn.simulation.before import check_before, listed_as_deliveries, project_before, side_chances
+from cricket_attn.simulation.before import (
+    check_before,
+    lines_before,
+    listed_as_deliveries,
+    project_before,
+    side_chances,
+)
 from cricket_attn.simulation.fantasy import FantasyTable
+from cricket_attn.simulation.lines import BYTES_A_DRAW, DRAW_COLUMNS, draw_table, last_state
 from cricket_attn.simulation.match import (
     BYTES_A_SIMULATION,
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
+    line_table,
     most_states,
     project_match,
 )
@@ -51,6 +59,7 @@ class SimulationSummary(CommandSummary):
     states: int = 0
     sims: int = 0
     player_lines: str = ""  # what --players-out wrote
+    player_draws: str = ""  # what --draws-out wrote
     chances: list[str] = field(default_factory=list)  # each match before its first ball: each side's chance
     run_id: str = ""  # the MLflow run logged
     choices: list[str] = field(default_factory=list)  # --next-over-bowlers, --next-batters: a table per live match
@@ -60,6 +69,7 @@ class SimulationSummary(CommandSummary):
             f"matches simulated:  {self.matches:,}",
             f"states:             {self.states:,} ({self.sims:,} simulations each)",
             *([f"player lines:       {self.player_lines}"] if self.player_lines else []),
+            *([f"player draws:       {self.player_draws}"] if self.player_draws else []),
             *self.chances,
             *([f"MLflow run:         {self.run_id}"] if self.run_id else []),
         ]
@@ -105,9 +115,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--players-out",
         type=Path,
         help="also write each player's line in the match from each state (.parquet or .csv; one row per player "
-        "and state: his runs, balls, fours, sixes, wickets, balls bowled and runs conceded, the means, the runs' "
-        "and wickets' 10/50/90%% quantiles, and the chances of 30+, 50+, 2+ and 3+ wickets, of batting, "
-        "bowling and getting out), over the same simulations as the projections",
+        "and state: his runs, balls, fours, sixes, wickets, balls bowled, runs conceded and fantasy points, each "
+        "one's mean and 10/50/90%% quantiles and his figures so far, and the chances of 30+, 50+, 2+ and 3+ "
+        "wickets, of batting, bowling and getting out), over the same simulations as the projections",
+    )
+    p.add_argument(
+        "--draws-out",
+        type=Path,
+        help="also write every player's figures and fantasy points in each simulation from each match's latest "
+        "state (before the first ball, the state now, or a match over: its last over's start; .parquet or .csv, "
+        "one row per player and simulation): what players do together in one simulated match",
     )
     p.add_argument(
         "--fantasy",
@@ -205,11 +222,15 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if not args.no_mlflow:
         tracking.check_tracking_uri(args.tracking_uri)
     fantasy = None
-    if args.players_out:
-        cli.check_out_path(args.players_out, "--players-out")
-        if args.players_out.resolve() == args.out.resolve():
-            raise ValueError(f"--players-out {args.players_out}: the same file as --out; give another")
-        fantasy = FantasyTable.load(args.fantasy)
+    outputs = {"--out": args.out}
+    for flag, path in (("--players-out", args.players_out), ("--draws-out", args.draws_out)):
+        if path is not None:
+            cli.check_out_path(path, flag)
+            same = [f for f, other in outputs.items() if other.resolve() == path.resolve()]
+            if same:
+                raise ValueError(f"{flag} {path}: the same file as {same[0]}; give another")
+            outputs[flag] = path
+            fantasy = FantasyTable.load(args.fantasy)
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)
@@ -240,6 +261,9 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     # simulation grows with --sims: refused before the model runs where it would not fit.
     most = most_states(tables.deliveries, args.every_ball)
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
+    if args.draws_out:  # a row per listed player and simulation of every match, kept to the end
+        matches = tables.deliveries["match_id"].nunique() + len(before)
+        cli.check_memory("--sims", args.sims, per_unit=matches * 24 * BYTES_A_DRAW)
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
     data = reading.with_earlier(tables, trained.encoder, args.history, phases, project_path(cfg.data_dir), args.sources)
@@ -261,11 +285,12 @@ def run(args: argparse.Namespace) -> SimulationSummary:
         args.recent_level = level_by_default(trained.encoder)
     levels, form = since_training(trained.model, trained.encoder, known, args.recent_level, args.form)
     sim = Simulator.build(trained.model, trained.encoder, phases, known, args.spread, form)
-    frames, lines = [], []
+    frames, lines, drawn = [], [], []
     groups = list(tables.deliveries.groupby("match_id", sort=False, observed=True))
-    # Each match: its projections (and lines), or the reason it was skipped. A match begun is projected from
-    # its deliveries, one not begun (its info alone) from before its first ball.
-    settings = dict(n=args.sims, seed=args.seed, players=bool(args.players_out), fantasy=fantasy)
+    # Each match: its projections (and the players' draws), or the reason it was skipped. A match begun is
+    # projected from its deliveries, one not begun (its info alone) from before its first ball.
+    players = bool(args.players_out or args.draws_out)
+    settings = dict(n=args.sims, seed=args.seed, players=players, draws=players)
     jobs = [
         (
             match_id,
@@ -280,9 +305,12 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     for match_id, project in progress.track(jobs, "simulating matches", unit="match"):
         try:
             projected = project(sim.for_match(levels, match_id))
-            if args.players_out:
-                projected, players = projected
-                lines.append(players)
+            if players:
+                projected, sides = projected
+                if args.players_out and sides:
+                    lines.append(lines_before(sides, fantasy) if match_id in before else line_table(sides, fantasy))
+                if args.draws_out and sides:
+                    drawn.append(draw_table(last_state(sides), fantasy))
             frames.append(projected)
         except ValueError as err:
             reason = str(err) if str(match_id) in str(err) else f"match {match_id}: {err}"
@@ -293,13 +321,17 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     if out.empty:
         raise ValueError(f"nothing simulated: {summary.skipped[0] if summary.skipped else 'no regular innings'}")
     cli.check_probabilities(out, ["win_probability"], whole=False)
-    if args.players_out:  # checked whole before either table is written
-        lines = pd.concat(lines, ignore_index=True)
+    if args.players_out:  # checked whole before any table is written
+        lines = pd.concat(lines, ignore_index=True) if lines else pd.DataFrame(columns=list(PLAYER_COLUMNS))
         cli.check_probabilities(lines, [c for c in PLAYER_COLUMNS if c.startswith("p_")], whole=False)
     cli.write_table(out, args.out)
     if args.players_out:
         cli.write_table(lines, args.players_out, "--players-out")
         summary.player_lines = f"{len(lines):,} ({args.players_out})"
+    if args.draws_out:
+        drawn = pd.concat(drawn, ignore_index=True) if drawn else pd.DataFrame(columns=list(DRAW_COLUMNS))
+        cli.write_table(drawn, args.draws_out, "--draws-out")
+        summary.player_draws = f"{len(drawn):,} ({args.draws_out})"
     simulated = [(match_id, match) for match_id, match in groups if str(match_id) in set(out["match_id"])]
     pictures = []
     if args.plots:
@@ -345,8 +377,8 @@ def log_run(args: argparse.Namespace, model: str, summary: SimulationSummary, pi
     """An MLflow run of family "simulate": the settings, the counts and each side's chance before a match's
     first ball as the description, the projections, the players' lines and the pictures as artifacts."""
     params = {"sims": args.sims, "seed": args.seed, "spread": args.spread, "every_ball": args.every_ball}
-    params["fantasy"] = args.fantasy if args.players_out else "none"
-    files = [args.out, *([args.players_out] if args.players_out else [])]
+    params["fantasy"] = args.fantasy if args.players_out or args.draws_out else "none"
+    files = [args.out, *[path for path in (args.players_out, args.draws_out) if path]]
     return tracking.log_report_run(
         args.tracking_uri,
         args.experiment,

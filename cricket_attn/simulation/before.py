@@ -13,13 +13,12 @@ from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
 from cricket_attn.laws import T20_MATCH_TYPES
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.lines import pooled_draws
+from cricket_attn.simulation.lines import Side, pooled_draws
 from cricket_attn.simulation.match import (
-    PLAYER_COLUMNS,
     MatchContext,
     StateError,
     chase_setup,
-    line_rows,
+    line_table,
     project_context,
 )
 from cricket_attn.simulation.rollout import Simulator
@@ -199,7 +198,8 @@ def project_before(
     any other state. With `players` (and `fantasy`), one line per player over all n simulations, whichever
     side batted first in them (`batting_first` empty before the toss): a mixture's own quantiles, not the
     orders' averaged. With `draws`, the players' figures draw by draw in place of their lines
-    (`match.project_context`), a list of (point, team, draws) per order, the point with its `order_weight`."""
+    (`match.project_context`): a list of `lines.Side`, two per order, the point with its `order_weight`
+    (`lines_before` makes the lines of them)."""
     row = matches.loc[matches["match_id"].astype(str) == str(match_id)]
     if row.empty:
         raise StateError(f"match {match_id}: not in the matches read")
@@ -216,17 +216,24 @@ def project_before(
         out = project_context(sim, ctx, share, seed + k, False, players, None, players)
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
-        sides += [(point | {"order_weight": weight}, team, side) for point, team, side in drawn]
+        sides += [side._replace(point=side.point | {"order_weight": weight}, so_far=None) for side in drawn]
     projections = pd.concat(frames, ignore_index=True)
     if not players:
         return projections
-    if draws:
-        return projections, sides
-    point = {"match_id": str(match_id), "innings": 1, "delivery_index": 0}
-    point["batting_first"] = orders[0][0] if len(orders) == 1 else None
-    teams = (str(row["team1"]), str(row["team2"]))
-    pooled = [(point, team, pooled_draws([side for _, t, side in sides if t == team])) for team in teams]
-    return projections, pd.DataFrame(line_rows(pooled, fantasy), columns=list(PLAYER_COLUMNS))
+    return projections, sides if draws else lines_before(sides, fantasy)
+
+
+def lines_before(sides: list[Side], fantasy: FantasyTable | None) -> pd.DataFrame:
+    """PLAYER_COLUMNS of a match before its first ball from `project_before(..., draws=True)`'s sides: one
+    line per player over all its simulations, both orders' draws pooled (`batting_first` empty where there
+    are two), nothing so far."""
+    first = sides[0].point
+    orders = list(dict.fromkeys(side.point["batting_first"] for side in sides))
+    point = {k: first[k] for k in ("match_id", "innings", "delivery_index")}
+    point["batting_first"] = orders[0] if len(orders) == 1 else None
+    teams = list(dict.fromkeys(side.team for side in sides))
+    pooled = [Side(point, team, pooled_draws([s.draws for s in sides if s.team == team])) for team in teams]
+    return line_table(pooled, fantasy)
 
 
 def side_chances(projections: pd.DataFrame) -> pd.DataFrame:

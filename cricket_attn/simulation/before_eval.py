@@ -44,7 +44,7 @@ from cricket_attn.simulation.before import (
     listed_players,
     project_before,
 )
-from cricket_attn.simulation.lines import summarise
+from cricket_attn.simulation.lines import Side, summarise
 from cricket_attn.simulation.match import StateError
 from cricket_attn.simulation.rollout import Simulator
 
@@ -165,15 +165,16 @@ LAST = 10  # the empirical baseline: a player's figures in his last this many ma
 KEPT_BYTES_A_SIMULATION = 24 * len(PLAYER_FIGURES) * 2 * 8
 
 
-def draw_lines(sides: list[tuple[dict, str, dict]]) -> pd.DataFrame:
+def draw_lines(sides: list[Side]) -> pd.DataFrame:
     """One row per player of `project_before(..., draws=True)`'s sides (one order: the toss known): `team`,
     `player`, his LINE_FIGURES and DRAWS (his runs and wickets in each simulation, an array)."""
-    if len({point["batting_first"] for point, _, _ in sides}) != 1:
+    if len({side.point["batting_first"] for side in sides}) != 1:
         raise ValueError("the lines of one batting order are asked for (the toss known)")
     tables = []
-    for _, team, side in sides:
-        table = summarise(side, team)[["team", "player", *LINE_FIGURES]]
-        tables.append(table.assign(**{f"{f}_draws": list(side[f].to_numpy(float).T) for f in PLAYER_FIGURES}))
+    for side in sides:
+        table = summarise(side.draws, side.team)[["team", "player", *LINE_FIGURES]]
+        draws = {f"{f}_draws": list(side.draws[f].to_numpy(float).T) for f in PLAYER_FIGURES}
+        tables.append(table.assign(**draws))
     return pd.concat(tables, ignore_index=True)
 
 

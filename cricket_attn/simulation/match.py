@@ -18,7 +18,18 @@ import torch
 from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS, innings_over
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.lines import LINE_COLUMNS, QUANTILE_LEVELS, innings_draws, repeated, side_draws, summarise
+from cricket_attn.simulation.lines import (
+    BATTING,
+    BOWLING,
+    LINE_COLUMNS,
+    QUANTILE_LEVELS,
+    Side,
+    innings_draws,
+    nothing,
+    repeated,
+    side_draws,
+    summarise,
+)
 from cricket_attn.simulation.rollout import InningsEnd, Simulator
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup, registry_ids, squads
@@ -285,15 +296,17 @@ def project_match(
     every_ball: bool = False,
     players: bool = False,
     fantasy: FantasyTable | None = None,
-) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    draws: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list[Side]]:
     """PROJECTION_COLUMNS for one match's regular innings (a deliveries table of one match), one row per point.
     With `players`, also each player's line in the match from each point (PLAYER_COLUMNS, a row per player
     and point: his figures so far and in the simulated rest, over the same simulations; his `fantasy`
-    points by that table, if given)."""
+    points by that table, if given); with `draws` too, the sides' figures draw by draw instead (`lines.Side`)."""
     if deliveries[~deliveries["is_super_over"].astype(bool)].empty:
         empty = pd.DataFrame(columns=list(PROJECTION_COLUMNS))
-        return (empty, pd.DataFrame(columns=list(PLAYER_COLUMNS))) if players else empty
-    return project_context(sim, MatchContext.of(deliveries, matches), n, seed, every_ball, players, fantasy)
+        return (empty, [] if draws else pd.DataFrame(columns=list(PLAYER_COLUMNS))) if players else empty
+    context = MatchContext.of(deliveries, matches)
+    return project_context(sim, context, n, seed, every_ball, players, fantasy, draws)
 
 
 def project_context(
@@ -307,8 +320,8 @@ def project_context(
     draws: bool = False,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame | list]:
     """`project_match` of a match as far as it has gone (`MatchContext`). With `draws` (and `players`), the
-    players' figures draw by draw in place of their lines: a list of (point, team, `lines.side_draws`), the
-    point as PLAYER_COLUMNS name it (`fantasy` is not applied: `FantasyTable.points` takes the draws)."""
+    players' figures draw by draw in place of their lines: a list of `lines.Side`, two a state (`fantasy` is
+    not applied: `FantasyTable.points` takes the draws; `line_rows` makes the lines of them)."""
     generator = torch.Generator().manual_seed(seed)
     rows, lines = [], []
     for number in (1, 2):
@@ -347,9 +360,10 @@ PLAYER_COLUMNS = ("match_id", "innings", "delivery_index", "batting_first", *LIN
 
 def _side_draws(
     sim: Simulator, ctx: MatchContext, number: int, points: list[Point], end: InningsEnd, n: int
-) -> list[tuple[dict, str, dict]]:
-    """(point, team, `side_draws`) of both sides from each point's n simulations (`end` with its final states:
-    from the first innings, the chase's after it in `end.then`; from the chase, the real first innings before)."""
+) -> list[Side]:
+    """Both sides' `Side` from each point's n simulations (`end` with its final states: from the first innings,
+    the chase's after it in `end.then`; from the chase, the real first innings before), with what each side's
+    players had done in the real balls before the point."""
 
     def take(draws, k: int):  # point k's simulations
         return {name: v.iloc[k * n : (k + 1) * n].reset_index(drop=True) for name, v in draws.items()}
@@ -357,26 +371,39 @@ def _side_draws(
     chase = innings_draws(end.then.final if number == 1 else end.final)
     if number == 2:
         (over,) = ctx.points(sim, 1, [len(ctx.innings[1])])  # the first innings as it was, ball by ball
-        real = tuple(repeated(d, n) for d in innings_draws(over.state))
+        first = innings_draws(over.state)  # one draw
+        real = tuple(repeated(d, n) for d in first)
     else:
         simulated = innings_draws(end.final)
+        first = (nothing(BATTING), nothing([*BOWLING, "bowls"]))  # the chase: nothing yet
     out = []
     for k, p in enumerate(points):
         bat1, bowl1 = real if number == 2 else (take(simulated[0], k), take(simulated[1], k))
+        now = innings_draws(p.state)  # the point's innings before it: one draw
+        bat1_now, bowl1_now = (first[0], first[1]) if number == 2 else now
+        bat2_now, bowl2_now = now if number == 2 else (nothing(BATTING), nothing([*BOWLING, "bowls"]))
         point = dict(match_id=ctx.match_id, innings=number, delivery_index=p.index, batting_first=ctx.teams[1])
-        out.append((point, ctx.teams[1], side_draws(bat1, take(chase[1], k))))  # bats first, bowls in the chase
-        out.append((point, ctx.teams[2], side_draws(take(chase[0], k), bowl1)))
+        # The side batting first bats in the first innings and bowls in the chase; the other the other way.
+        out.append(Side(point, ctx.teams[1], side_draws(bat1, take(chase[1], k)), side_draws(bat1_now, bowl2_now)))
+        out.append(Side(point, ctx.teams[2], side_draws(take(chase[0], k), bowl1), side_draws(bat2_now, bowl1_now)))
     return out
 
 
-def line_rows(sides: list[tuple[dict, str, dict]], fantasy: FantasyTable | None) -> list[dict]:
-    """PLAYER_COLUMNS rows of (point, team, draws) as `_side_draws` gives them: each player's line over the
-    draws, `sims` their number."""
+def line_rows(sides: list[Side], fantasy: FantasyTable | None) -> list[dict]:
+    """PLAYER_COLUMNS rows of `sides` as `_side_draws` gives them: each player's line over the draws, `sims`
+    their number."""
     out = []
-    for point, team, draws in sides:
-        table = summarise(draws, team, fantasy.points(draws) if fantasy else None)
-        out += table.assign(**point, sims=len(draws["runs"]), order_weight=1.0).to_dict("records")
+    for side in sides:
+        points = fantasy.points(side.draws) if fantasy else None
+        before = fantasy.points(side.so_far) if fantasy and side.so_far is not None else None
+        table = summarise(side.draws, side.team, points, side.so_far, before)
+        out += table.assign(**side.point, sims=len(side.draws["runs"]), order_weight=1.0).to_dict("records")
     return out
+
+
+def line_table(sides: list[Side], fantasy: FantasyTable | None) -> pd.DataFrame:
+    """`line_rows` as a table, PLAYER_COLUMNS."""
+    return pd.DataFrame(line_rows(sides, fantasy), columns=list(PLAYER_COLUMNS))
 
 
 def _finished(innings: pd.DataFrame, setup: InningsSetup, target: float | None) -> bool:

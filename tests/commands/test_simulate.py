@@ -9,10 +9,12 @@ import os
 import re
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cricket_attn.commands.simulate import main, parse_args, run
+from cricket_attn.simulation.lines import DRAW_COLUMNS
 from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, over_starts
 from tests.commands.test_predict import LIVE_MATCH, live_copy
 from tests.conftest import FIXTURES
@@ -52,8 +54,9 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     assert all((tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in pictures)
     # Same seed, same numbers (the live match alone: each match has its own draws), with the players' lines
     # beside over the same simulations.
-    again, players = tmp_path / "again.parquet", tmp_path / "players.csv"
-    assert "player lines:" in str(run(args(checkpoint, again, live, extra=("--players-out", str(players)))))
+    again, players, draws = tmp_path / "again.parquet", tmp_path / "players.csv", tmp_path / "draws.csv"
+    extra = ("--players-out", str(players), "--draws-out", str(draws))
+    assert "player lines:" in str(run(args(checkpoint, again, live, extra=extra)))
     pd.testing.assert_frame_equal(live_rows.reset_index(drop=True), pd.read_parquet(again))
     lines = pd.read_csv(players, dtype={"match_id": str})
     assert list(lines.columns) == list(PLAYER_COLUMNS) and (lines["sims"] == 4).all()
@@ -64,6 +67,14 @@ def test_every_over_start_and_the_live_state(checkpoint, tmp_path, deliveries):
     now = chase[chase["delivery_index"] == chase["delivery_index"].max()]  # the state now, in the chase
     first_side = now[now["p_bats"].notna() & (now["team"] != current["batting_team"])]
     assert (first_side["runs_q10"] == first_side["runs_q90"]).all()  # their innings is over: known, not drawn
+    # --draws-out: the state now alone, each player's 4 simulations; his line there is his draws summed up.
+    every = pd.read_csv(draws)
+    assert set(zip(every["innings"], every["delivery_index"])) == {(2, int(current["delivery_index"]))}
+    assert every.groupby(["team", "player"])["sim"].apply(sorted).map([0, 1, 2, 3].__eq__).all()
+    drawn = every.groupby(["team", "player"])[["runs", "conceded", "fantasy"]].mean()
+    np.testing.assert_allclose(
+        now.set_index(["team", "player"]).loc[drawn.index, ["runs_mean", "conceded_mean", "fantasy_mean"]], drawn
+    )
     # A model reading records as of the day has the league's level among its inputs, so by default no offset
     # is learnt on top (as --recent-level 0); with one from the known matches since training, on the same
     # seed, the projections move.
@@ -149,6 +160,8 @@ def test_bad_matches_are_skipped_and_named(checkpoint, tmp_path, capsys):
         (["--out-name", "x.txt"], "must end in .parquet or .csv"),
         (["--players-out", "p.txt"], "--players-out p.txt: the file name must end in .parquet or .csv"),
         (["--players-out", "p.csv", "--fantasy", "dream"], "--fantasy dream: no "),
+        (["--players-out", "p.csv", "--draws-out", "p.csv"], "--draws-out p.csv: the same file as --players-out"),
+        (["--draws-out", "d.json"], "--draws-out d.json: the file name must end in .parquet or .csv"),
     ],
 )
 def test_bad_arguments_exit_2_in_one_line(checkpoint, tmp_path, capsys, argv, message):
@@ -322,7 +335,8 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     short = edited(tmp_path, "1178424", lambda doc: (ahead(doc), doc["info"].pop("venue")))
     abandoned = edited(tmp_path, "1178424", lambda doc: doc.pop("innings"), "abandoned")  # its result recorded
     out, players, plots = tmp_path / "out.csv", tmp_path / "players.csv", tmp_path / "plots"
-    extra = ("--players-out", str(players), "--plots", str(plots))
+    draws = tmp_path / "draws.parquet"
+    extra = ("--players-out", str(players), "--plots", str(plots), "--draws-out", str(draws))
     summary = run(args(checkpoint, out, no_toss, tossed, short, abandoned, extra=extra))
     frame = pd.read_csv(out, dtype={"match_id": str})
     assert summary.matches == 2 and len(frame) == 3 and (frame["delivery_index"] == 0).all()
@@ -337,6 +351,18 @@ def test_a_match_before_its_first_ball_is_projected_for_each_side_that_may_bat_f
     assert len(chances) == 2 and all(c.count("%") == 3 for c in chances)
     drawn = sorted(p.name for p in plots.iterdir())  # each match's chance and its players' lines
     assert drawn == [f"{m}-{kind}.png" for m in ("1082591", "1473439") for kind in ("before", "players")]
+    # --draws-out: every listed player in each of the match's 4 simulations, both orders' numbered through;
+    # a line is his draws summed up.
+    every = pd.read_parquet(draws)
+    assert list(every.columns) == list(DRAW_COLUMNS) and set(every["match_id"]) == {"1473439", "1082591"}
+    per_player = every.groupby(["match_id", "team", "player"])["sim"].apply(sorted)
+    assert all(sims == [0, 1, 2, 3] for sims in per_player) and len(per_player) == len(lines)
+    assert every.loc[every["match_id"] == "1473439", "batting_first"].nunique() == 2  # the toss not known
+    assert every.loc[every["match_id"] == "1082591", "batting_first"].nunique() == 1
+    means = every.groupby(["match_id", "team", "player"])[["fantasy", "runs", "wickets"]].mean()
+    mine = lines.set_index(["match_id", "team", "player"]).loc[means.index]
+    np.testing.assert_allclose(mine[["fantasy_mean", "runs_mean", "wickets_mean"]], means, rtol=1e-9)
+    assert summary.player_draws.startswith(f"{len(every):,} ")
 
 
 def test_a_match_written_on_the_command_line_is_its_file_written_before_the_match(checkpoint, tmp_path, capsys):
@@ -410,17 +436,17 @@ def test_a_probability_that_is_not_a_number_is_refused_and_the_old_output_kept(
     number is one line naming the match, before either file is written; the previous output stays."""
     from cricket_attn.commands import simulate
 
-    real = simulate.project_match
+    real = {"projections": simulate.project_match, "players": simulate.line_table}[table]
 
     def one_nan(*args, **kwargs):
-        projections, lines = real(*args, **kwargs)
+        out = real(*args, **kwargs)
         if table == "projections":
-            projections.loc[projections.index[0], "win_probability"] = float("nan")
+            out[0].loc[out[0].index[0], "win_probability"] = float("nan")
         else:
-            lines.loc[lines.index[0], "p_50"] = float("nan")
-        return projections, lines
+            out.loc[out.index[0], "p_50"] = float("nan")
+        return out
 
-    monkeypatch.setattr(simulate, "project_match", one_nan)
+    monkeypatch.setattr(simulate, {"projections": "project_match", "players": "line_table"}[table], one_nan)
     out, players = tmp_path / "out.csv", tmp_path / "players.csv"
     out.write_text("previous results")
     argv = ["--model", checkpoint, "--out", str(out), "--players-out", str(players), "--sims", "2", "--no-mlflow"]

@@ -91,8 +91,8 @@ def test_before_the_toss_a_players_line_is_over_every_simulation_of_the_match(fi
     assert len(lines) == sum(len(xi) for xi in doc["info"]["players"].values()) and lines["batting_first"].isna().all()
     assert (lines["sims"] == 16).all() and (lines["order_weight"] == 1).all()
     for team in doc["info"]["teams"]:
-        runs = pd.concat([d["runs"] for _, t, d in sides if t == team], ignore_index=True).fillna(0)
-        assert len(runs) == 16 and len({p["batting_first"] for p, t, _ in sides if t == team}) == 2
+        runs = pd.concat([s.draws["runs"] for s in sides if s.team == team], ignore_index=True).fillna(0)
+        assert len(runs) == 16 and len({s.point["batting_first"] for s in sides if s.team == team}) == 2
         mine = lines[lines["team"] == team].set_index("player")
         np.testing.assert_allclose(mine.loc[runs.columns, "runs_mean"], runs.mean(), rtol=1e-9)
         np.testing.assert_allclose(mine.loc[runs.columns, "runs_q90"], runs.quantile(0.9), rtol=1e-9)

@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from cricket_attn.laws import bowler_wickets
+from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.lines import LINE_COLUMNS, innings_draws, summarise
 from cricket_attn.simulation.match import MatchContext, project_match
 from cricket_attn.simulation.rules import BowlerChoice
@@ -119,3 +120,38 @@ def test_a_matchs_lines_from_every_point_join_both_innings(fixture_simulator, fi
     start = lines[(lines["innings"] == 1) & (lines["delivery_index"] == 0)]
     assert start["p_bats"].between(0, 1).all() and (start["p_bowls"] <= 1).all()
     assert (start.groupby("team")["p_bats"].apply(lambda p: (p == 1).sum()) >= 2).all()  # both sides' openers
+
+
+def test_a_players_figures_so_far_are_the_real_balls_before_the_state(fixture_simulator, fixture_tables, deliveries):
+    """From every over start of a match, each player's `*_so_far` are his figures in the real balls before
+    that state (the whole first innings from the chase's states), and what the simulations give him from
+    there never falls below them: his mean and every quantile of each figure are at least his figures so far."""
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    fantasy = FantasyTable.load()
+    _, lines = project_match(
+        fixture_simulator, match, fixture_tables.matches, n=16, seed=1, players=True, fantasy=fantasy
+    )
+    innings = {k: match[match["innings"] == k].reset_index(drop=True) for k in (1, 2)}
+    for (number, index), at in lines.groupby(["innings", "delivery_index"]):
+        before = [innings[1].iloc[: index if number == 1 else len(innings[1])]]
+        before += [innings[2].iloc[:index]] if number == 2 else []
+        played = pd.concat(before, ignore_index=True)
+        runs = played.groupby("batter", observed=True)["runs_batter"].sum()
+        conceded = (played["runs_batter"] + played["runs_wides"] + played["runs_noballs"]).groupby(
+            played["bowler"].astype(str)
+        )
+        mine = at.set_index("player")
+        np.testing.assert_array_equal(mine["runs_so_far"], runs.reindex(mine.index, fill_value=0), str(index))
+        np.testing.assert_array_equal(
+            mine["conceded_so_far"], conceded.sum().reindex(mine.index, fill_value=0), str(index)
+        )
+        assert mine["balls_so_far"].sum() == (played["runs_wides"] == 0).sum()
+        for figure in ("runs", "balls", "fours", "sixes", "wickets", "bowled_balls", "conceded"):
+            assert (mine[f"{figure}_q10"] >= mine[f"{figure}_so_far"]).all(), (figure, index)
+            assert (mine[f"{figure}_q10"] <= mine[f"{figure}_q50"]).all() and (
+                mine[f"{figure}_q50"] <= mine[f"{figure}_q90"]
+            ).all()
+            assert (mine[f"{figure}_mean"] >= mine[f"{figure}_so_far"] - 1e-9).all()
+    start = lines[(lines["innings"] == 1) & (lines["delivery_index"] == 0)]
+    assert (start["fantasy_so_far"] == fantasy.playing).all()  # nothing bowled: a place in the XI alone
+    assert (start[[c for c in LINE_COLUMNS if c.endswith("_so_far") and c != "fantasy_so_far"]] == 0).all().all()
