@@ -56,8 +56,7 @@ from cricket_attn.simulation.before_eval import (
     score_players,
     simulate_before,
 )
-from cricket_attn.simulation.match import BYTES_A_SIMULATION
-from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rollout import BYTES_A_SIMULATION, Simulator
 from cricket_attn.simulation.rules import not_simulated
 
 

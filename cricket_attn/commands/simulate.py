@@ -41,7 +41,6 @@ from cricket_attn.simulation.before import (
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.lines import BYTES_A_DRAW, DRAW_COLUMNS, draw_table, last_state
 from cricket_attn.simulation.match import (
-    BYTES_A_SIMULATION,
     PLAYER_COLUMNS,
     PROJECTION_COLUMNS,
     line_table,
@@ -49,7 +48,7 @@ from cricket_attn.simulation.match import (
     project_match,
 )
 from cricket_attn.simulation.plots import plot_before, plot_match
-from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
+from cricket_attn.simulation.rollout import BYTES_A_SIMULATION, MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 from cricket_attn.simulation.what_if import choice_report
 
@@ -257,7 +256,7 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     tables = replace(tables, deliveries=tables.deliveries[~tables.deliveries["match_id"].astype(str).isin(sets)])
     refused += list(sets.values())
     summary.skipped += [f"{reason}; not simulated" for reason in refused]
-    # One match's states are simulated together (rolled in chunks, `match.MAX_ROWS`); what is kept of each
+    # One match's states are simulated together (rolled in chunks, `rollout.MAX_ROWS`); what is kept of each
     # simulation grows with --sims: refused before the model runs where it would not fit.
     most = most_states(tables.deliveries, args.every_ball)
     cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too

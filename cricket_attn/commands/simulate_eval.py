@@ -27,9 +27,9 @@ from cricket_attn.metrics import markdown_table
 from cricket_attn.settings import count
 from cricket_attn.simulation import realism
 from cricket_attn.simulation.against_baselines import evaluate, summary_metrics
-from cricket_attn.simulation.match import BYTES_A_SIMULATION, most_states, project_match
+from cricket_attn.simulation.match import most_states, project_match
 from cricket_attn.simulation.plots import plot_chase_reliability, plot_match
-from cricket_attn.simulation.rollout import MAX_SPREAD, SPREAD, Simulator
+from cricket_attn.simulation.rollout import BYTES_A_SIMULATION, MAX_SPREAD, SPREAD, Simulator
 from cricket_attn.simulation.rules import not_simulated
 
 SKIP = "0 (skip the check) or more"

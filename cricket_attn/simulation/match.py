@@ -30,7 +30,7 @@ from cricket_attn.simulation.lines import (
     side_draws,
     summarise,
 )
-from cricket_attn.simulation.rollout import InningsEnd, Simulator
+from cricket_attn.simulation.rollout import InningsEnd, Simulator, roll_in_chunks
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup, registry_ids, squads
 from cricket_attn.simulation.state import InningsState, replay
@@ -171,43 +171,12 @@ def simulate_points(
     )
 
 
-# The most simulations rolled at once. Each holds the keys and values of its own balls (2 layers x keys and
-# values x 64 numbers x 4 bytes x up to 130 balls: about 130 KB an innings for each member at the default
-# model's size), so larger runs are rolled this many at a time and the rollout's memory stays flat however
-# many simulations are asked for.
-MAX_ROWS = 4096
-# What is kept of each simulation to its state's end, beside the rollout: its state's 28 per-simulation
-# fields (`InningsState`) and its end, 1,400 bytes on a real innings with XIs of 12 (measured on the tensors by
-# tests/simulation/test_rollout.py), with a margin for its result and indices: for the refusal of a --sims
-# that would not fit.
-BYTES_A_SIMULATION = 2048
-
-
 def most_states(deliveries: pd.DataFrame, every_ball: bool = False) -> int:
     """The most states one match of `deliveries` is simulated from: each over start (`every_ball`: each ball)
     of each innings and its end; a match before its first ball, one for each side batting first."""
     per_innings = deliveries.groupby(["match_id", "innings"], observed=True)["is_legal"]
     states = (per_innings.size() if every_ball else per_innings.sum() // 6) + 2
     return max(int(states.groupby(level="match_id", observed=True).sum().max()) if len(states) else 0, 2)
-
-
-def roll_in_chunks(
-    sim: Simulator,
-    states: InningsState,
-    rows: torch.Tensor,
-    caches,
-    bowlers: BowlerChoice,
-    generator: torch.Generator | None,
-    keep_states: bool = False,
-) -> InningsEnd:
-    """`sim.roll` of one simulation from each state `states.take(rows)` names, MAX_ROWS at a time (a chunk's
-    states taken when it is rolled); `caches(chunk)` gives a chunk's caches. Up to MAX_ROWS rows it is one
-    roll, draw for draw. With `keep_states`, the end holds each simulation's final state (the same draws)."""
-    ends = []
-    for chunk in torch.arange(len(rows)).split(MAX_ROWS):
-        rolled = sim.roll(states.take(rows[chunk]), caches(chunk), bowlers, generator, keep_states)
-        ends.append(replace(rolled[0], final=rolled[1]) if keep_states else rolled)
-    return InningsEnd.cat(ends)
 
 
 @dataclass

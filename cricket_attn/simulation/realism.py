@@ -17,8 +17,8 @@ from cricket_attn import progress
 from cricket_attn.inference.probabilities import score_deliveries
 from cricket_attn.inference.recent import with_offsets
 from cricket_attn.metrics import PROB_COLUMNS
-from cricket_attn.simulation.match import innings_points, over_starts, roll_in_chunks, simulate_points
-from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.match import innings_points, over_starts, simulate_points
+from cricket_attn.simulation.rollout import Simulator, roll_in_chunks
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.scorebook import class_values
 from cricket_attn.simulation.setup import InningsSetup

@@ -100,7 +100,7 @@ def test_innings_simulated_from_ball_0_are_set_beside_the_real_ones(fixture_simu
 def test_innings_from_ball_0_are_rolled_a_chunk_at_a_time(fixture_simulator, fixture_tables, deliveries, monkeypatch):
     """Many simulations of an innings are rolled MAX_ROWS at a time (the KV cache is a chunk's, not all of
     theirs), the chunks' ends joined; up to MAX_ROWS it is one roll, draw for draw."""
-    from cricket_attn.simulation import match as match_module
+    from cricket_attn.simulation import rollout
 
     match = regular(deliveries[deliveries["match_id"] == "1473439"])
     whole = simulate_from_the_start(fixture_simulator, match, fixture_tables.matches, n=8)
@@ -108,11 +108,11 @@ def test_innings_from_ball_0_are_rolled_a_chunk_at_a_time(fixture_simulator, fix
     monkeypatch.setattr(
         type(fixture_simulator), "roll", lambda self, state, *a, **k: rows.append(state.n) or roll(self, state, *a, **k)
     )
-    monkeypatch.setattr(match_module, "MAX_ROWS", 8)
+    monkeypatch.setattr(rollout, "MAX_ROWS", 8)
     again = simulate_from_the_start(fixture_simulator, match, fixture_tables.matches, n=8)
     assert rows == [8, 8] and again.equals(whole)  # one roll an innings, as before
     rows.clear()
-    monkeypatch.setattr(match_module, "MAX_ROWS", 3)
+    monkeypatch.setattr(rollout, "MAX_ROWS", 3)
     chunked = simulate_from_the_start(fixture_simulator, match, fixture_tables.matches, n=8)
     assert rows == [3, 3, 2] * 2 and (chunked["sim_runs"] > 0).all() and (chunked["sim_runs_sd"] > 0).all()
 

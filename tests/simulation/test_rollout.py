@@ -44,7 +44,7 @@ def test_what_a_simulation_keeps_fits_the_memory_check(fixture_simulator, fixtur
     """`match.BYTES_A_SIMULATION`, what `cricket-attn-simulate --sims` is refused by, holds what each simulation
     keeps beside the rollout: its state's per-simulation tensors (a chase's state is made for each simulated
     first innings) and its end, measured on real tensors of a real innings (XIs of 12 give the widest state)."""
-    from cricket_attn.simulation.match import BYTES_A_SIMULATION
+    from cricket_attn.simulation.rollout import BYTES_A_SIMULATION
     from cricket_attn.simulation.state import _PER_SIMULATION
 
     n = 64
