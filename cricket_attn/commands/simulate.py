@@ -122,14 +122,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--draws-out",
         type=Path,
         help="also write every player's figures and fantasy points in each simulation from each match's latest "
-        "state (before the first ball, the state now, or a match over: its last over's start; .parquet or .csv, "
+        "state (before the first ball, the state now, or a match over: its last state simulated; .parquet or .csv, "
         "one row per player and simulation): what players do together in one simulated match",
     )
     p.add_argument(
         "--fantasy",
         default="t20",
         metavar="TABLE",
-        help="with --players-out, each player's fantasy points by conf/fantasy/TABLE.yaml (default %(default)s: "
+        help="with --players-out or --draws-out, each player's fantasy points by conf/fantasy/TABLE.yaml (default "
+        "%(default)s: "
         "a common T20 table; copy it to make your platform's)",
     )
     p.add_argument(
@@ -259,10 +260,11 @@ def run(args: argparse.Namespace) -> SimulationSummary:
     # One match's states are simulated together (rolled in chunks, `rollout.MAX_ROWS`); what is kept of each
     # simulation grows with --sims: refused before the model runs where it would not fit.
     most = most_states(tables.deliveries, args.every_ball)
-    cli.check_memory("--sims", args.sims, per_unit=2 * most * BYTES_A_SIMULATION)  # a first innings' chases too
-    if args.draws_out:  # a row per listed player and simulation of every match, kept to the end
-        matches = tables.deliveries["match_id"].nunique() + len(before)
-        cli.check_memory("--sims", args.sims, per_unit=matches * 24 * BYTES_A_DRAW)
+    # With --draws-out, a row per listed player (12 a side at most) and simulation of every match is kept to the
+    # end, and joined into one table before it is written (twice that at the last).
+    drawn_rows = (tables.deliveries["match_id"].nunique() + len(before)) * 24 if args.draws_out else 0
+    per_sim = 2 * most * BYTES_A_SIMULATION + 2 * drawn_rows * BYTES_A_DRAW  # a first innings' chases too
+    cli.check_memory("--sims", args.sims, per_unit=per_sim)
     if args.strict and refused:
         raise ValueError(f"--strict: {refused[0]}")
     data = reading.with_earlier(tables, trained.encoder, args.history, phases, project_path(cfg.data_dir), args.sources)

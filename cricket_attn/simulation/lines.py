@@ -98,6 +98,11 @@ def pooled_draws(parts: list[Draws]) -> Draws:
     return {k: pd.concat([_over(players, k, part[k]) for part in parts], ignore_index=True) for k in parts[0]}
 
 
+def over_players(draws: Draws, players: list[str]) -> Draws:
+    """`draws` over `players`: one they do not list has nothing in them (0, or no)."""
+    return {figure: _over(players, figure, values) for figure, values in draws.items()}
+
+
 def _over(players: list[str], figure: str, draws: pd.DataFrame) -> pd.DataFrame:
     """A figure's draws over `players`: one a set does not list has nothing in it (0, or no)."""
     return draws.reindex(columns=players, fill_value=False if figure in FLAGS else 0)
@@ -142,8 +147,9 @@ def summarise(
 
 # One row per player and simulation of a state (`draw_table`): the state, the side and the player, which
 # simulation (numbered through the state's: before the toss, both orders' in turn), and his figures in it.
-# A row's bytes in memory (DRAW_COLUMNS: the strings shared), for the refusal of a --draws-out that would not fit.
-BYTES_A_DRAW = 160
+# A row's bytes in memory (DRAW_COLUMNS, each row's strings its own: about 200 measured with real names by
+# tests/simulation/test_lines.py), with a margin: for the refusal of a --draws-out that would not fit.
+BYTES_A_DRAW = 256
 DRAW_COLUMNS = ("match_id", "innings", "delivery_index", "batting_first", "team", "player", "sim", *FIGURES, "fantasy")
 
 

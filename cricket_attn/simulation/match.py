@@ -21,11 +21,13 @@ from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.lines import (
     BATTING,
     BOWLING,
+    FIGURES,
     LINE_COLUMNS,
     QUANTILE_LEVELS,
     Side,
     innings_draws,
     nothing,
+    over_players,
     repeated,
     side_draws,
     summarise,
@@ -363,9 +365,11 @@ def line_rows(sides: list[Side], fantasy: FantasyTable | None) -> list[dict]:
     their number."""
     out = []
     for side in sides:
+        # Every player the draws hold has figures so far, nothing (0, no) where he has done nothing yet: a
+        # player of the chase alone, or anyone before the first ball, has his points for playing.
+        so_far = over_players(side.so_far or nothing(FIGURES), list(side.draws["runs"].columns))
         points = fantasy.points(side.draws) if fantasy else None
-        before = fantasy.points(side.so_far) if fantasy and side.so_far is not None else None
-        table = summarise(side.draws, side.team, points, side.so_far, before)
+        table = summarise(side.draws, side.team, points, so_far, fantasy.points(so_far) if fantasy else None)
         out += table.assign(**side.point, sims=len(side.draws["runs"]), order_weight=1.0).to_dict("records")
     return out
 

@@ -90,6 +90,7 @@ def test_before_the_toss_a_players_line_is_over_every_simulation_of_the_match(fi
     _, sides = project_before(fixture_simulator, matches, MATCH, n=16, seed=0, players=True, draws=True)
     assert len(lines) == sum(len(xi) for xi in doc["info"]["players"].values()) and lines["batting_first"].isna().all()
     assert (lines["sims"] == 16).all() and (lines["order_weight"] == 1).all()
+    assert (lines["runs_so_far"] == 0).all() and (lines["fantasy_so_far"] == fantasy.playing).all()  # nothing yet
     for team in doc["info"]["teams"]:
         runs = pd.concat([s.draws["runs"] for s in sides if s.team == team], ignore_index=True).fillna(0)
         assert len(runs) == 16 and len({s.point["batting_first"] for s in sides if s.team == team}) == 2

@@ -10,8 +10,8 @@ import torch
 
 from cricket_attn.laws import bowler_wickets
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.lines import LINE_COLUMNS, innings_draws, summarise
-from cricket_attn.simulation.match import MatchContext, project_match
+from cricket_attn.simulation.lines import BYTES_A_DRAW, LINE_COLUMNS, draw_table, innings_draws, last_state, summarise
+from cricket_attn.simulation.match import MatchContext, line_rows, project_match
 from cricket_attn.simulation.rules import BowlerChoice
 from cricket_attn.simulation.setup import InningsSetup
 from cricket_attn.simulation.state import replay
@@ -155,3 +155,21 @@ def test_a_players_figures_so_far_are_the_real_balls_before_the_state(fixture_si
     start = lines[(lines["innings"] == 1) & (lines["delivery_index"] == 0)]
     assert (start["fantasy_so_far"] == fantasy.playing).all()  # nothing bowled: a place in the XI alone
     assert (start[[c for c in LINE_COLUMNS if c.endswith("_so_far") and c != "fantasy_so_far"]] == 0).all().all()
+
+
+def test_every_player_has_his_points_for_playing_so_far_whatever_the_lists_say(
+    fixture_simulator, fixture_tables, deliveries
+):
+    """A match whose file lists no XIs (its sides known from the balls alone, the chase's batters only in the
+    chase): before the first ball every player of both sides has done nothing yet, fantasy's points for playing
+    alone; and the draws file of that state is within the memory it is checked against, a row at a time."""
+    match = deliveries[deliveries["match_id"] == "1473439"]
+    unlisted = fixture_tables.matches.assign(team1_players=None, team2_players=None)
+    fantasy = FantasyTable.load()
+    _, sides = project_match(fixture_simulator, match, unlisted, n=4, seed=0, players=True, draws=True)
+    lines = pd.DataFrame(line_rows(sides, fantasy))
+    start = lines[(lines["innings"] == 1) & (lines["delivery_index"] == 0)]
+    assert len(start) >= 22 and (start["fantasy_so_far"] == fantasy.playing).all()
+    table = draw_table(last_state(sides), fantasy)
+    assert len(table) == 4 * sum(len(side.draws["runs"].columns) for side in last_state(sides))
+    assert table.memory_usage(deep=True).sum() / len(table) <= BYTES_A_DRAW

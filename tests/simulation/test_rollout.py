@@ -41,7 +41,7 @@ def test_the_innings_spread_widens_the_totals_around_the_same_level(fixture_simu
 
 
 def test_what_a_simulation_keeps_fits_the_memory_check(fixture_simulator, fixture_tables, deliveries):
-    """`match.BYTES_A_SIMULATION`, what `cricket-attn-simulate --sims` is refused by, holds what each simulation
+    """`rollout.BYTES_A_SIMULATION`, what `cricket-attn-simulate --sims` is refused by, holds what each simulation
     keeps beside the rollout: its state's per-simulation tensors (a chase's state is made for each simulated
     first innings) and its end, measured on real tensors of a real innings (XIs of 12 give the widest state)."""
     from cricket_attn.simulation.rollout import BYTES_A_SIMULATION
