@@ -88,8 +88,6 @@ class CricketDataModule(pl.LightningDataModule):
         first_innings: bool = False,
         competition_min_count: int = 5000,
         train_competitions: Sequence[str] | None = None,
-        other_weight: float = 0.0,
-        other_seasons: int = 1,
     ):
         super().__init__()
         self.sources = configured_sources(sources)
@@ -105,7 +103,6 @@ class CricketDataModule(pl.LightningDataModule):
         self.history_balls, self.first_innings = history_balls, first_innings
         self.competition_min_count = competition_min_count
         self.train_competitions = list(train_competitions) if train_competitions else None
-        self.other_weight, self.other_seasons = float(other_weight), int(other_seasons)
         self.records = None if records is None else dict(records)  # {}: the defaults
         if self.teacher and not 0 <= float(self.teacher["weight"]) <= 1:
             raise ValueError(f"data.teacher.weight={self.teacher['weight']} must lie between 0 and 1")
@@ -163,20 +160,14 @@ class CricketDataModule(pl.LightningDataModule):
         if self.train_competitions:  # the innings of these competitions, encoded among all the others
             first = self.datasets["train"].tensors["row"][:, 0].numpy()
             kept = fit_on["competition"].astype(object).to_numpy()[first]
-            own = pd.Series(kept).isin(self.train_competitions).to_numpy(copy=True)
-            keep = own.copy()
-            if self.other_weight > 0:  # the other competitions' latest seasons, at a lower weight
-                seasons = fit_on["season"].to_numpy()[first]
-                keep |= seasons > seasons.max() - self.other_seasons
-            self.datasets["train"] = self.datasets["train"].subset(torch.from_numpy(keep))
-            self._own = torch.from_numpy(own[keep])
+            self.datasets["train"] = self.datasets["train"].subset(
+                torch.from_numpy(pd.Series(kept).isin(self.train_competitions).to_numpy(copy=True))
+            )
         if self.season_half_life:
             train = self.datasets["train"].tensors
             season = torch.from_numpy(fit_on["season"].to_numpy(copy=True))
             age = (season.max() - season[train["row"].clamp(min=0)]).float()  # (N, T) seasons before the latest
             weight = torch.pow(0.5, age / self.season_half_life) * train["mask"]
-            if self.train_competitions and self.other_weight > 0:
-                weight = torch.where(self._own.unsqueeze(1), weight, weight * self.other_weight)
             # Mean 1 over the training balls, so the loss of a batch (sum of weighted losses over its real
             # balls, divided by their number) is larger for batches of recent innings than of old ones.
             train["weight"] = weight / weight[train["mask"]].mean()
