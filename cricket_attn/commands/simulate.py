@@ -230,7 +230,8 @@ def run(args: argparse.Namespace) -> SimulationSummary:
             if same:
                 raise ValueError(f"{flag} {path}: the same file as {same[0]}; give another")
             outputs[flag] = path
-            fantasy = FantasyTable.load(args.fantasy)
+    if len(outputs) > 1:  # the players' lines or draws: their fantasy points
+        fantasy = FantasyTable.load(args.fantasy)
     if args.plots:
         cli.check_out_folder("--plots", args.plots)
     trained = load_trained(args.model, args.tracking_uri)

@@ -216,7 +216,7 @@ def project_before(
         out = project_context(sim, ctx, share, seed + k, False, players, None, players)
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
-        sides += [side._replace(point=side.point | {"order_weight": weight}, so_far=None) for side in drawn]
+        sides += [side._replace(point=side.point | {"order_weight": weight}) for side in drawn]
     projections = pd.concat(frames, ignore_index=True)
     if not players:
         return projections

@@ -19,8 +19,6 @@ from cricket_attn.data.deliveries import opening_powerplay
 from cricket_attn.laws import MAX_WICKETS, innings_over
 from cricket_attn.simulation.fantasy import FantasyTable
 from cricket_attn.simulation.lines import (
-    BATTING,
-    BOWLING,
     FIGURES,
     LINE_COLUMNS,
     QUANTILE_LEVELS,
@@ -346,17 +344,17 @@ def _side_draws(
         real = tuple(repeated(d, n) for d in first)
     else:
         simulated = innings_draws(end.final)
-        first = (nothing(BATTING), nothing([*BOWLING, "bowls"]))  # the chase: nothing yet
     out = []
     for k, p in enumerate(points):
         bat1, bowl1 = real if number == 2 else (take(simulated[0], k), take(simulated[1], k))
         now = innings_draws(p.state)  # the point's innings before it: one draw
-        bat1_now, bowl1_now = (first[0], first[1]) if number == 2 else now
-        bat2_now, bowl2_now = now if number == 2 else (nothing(BATTING), nothing([*BOWLING, "bowls"]))
+        # Each side's figures so far: in the first innings its batting or its bowling alone (`line_rows` gives
+        # every player nothing in what he has not done); from the chase, the first innings with the chase so far.
+        so_far = (now[0], now[1]) if number == 1 else (side_draws(first[0], now[1]), side_draws(now[0], first[1]))
         point = dict(match_id=ctx.match_id, innings=number, delivery_index=p.index, batting_first=ctx.teams[1])
         # The side batting first bats in the first innings and bowls in the chase; the other the other way.
-        out.append(Side(point, ctx.teams[1], side_draws(bat1, take(chase[1], k)), side_draws(bat1_now, bowl2_now)))
-        out.append(Side(point, ctx.teams[2], side_draws(take(chase[0], k), bowl1), side_draws(bat2_now, bowl1_now)))
+        out.append(Side(point, ctx.teams[1], side_draws(bat1, take(chase[1], k)), so_far[0]))
+        out.append(Side(point, ctx.teams[2], side_draws(take(chase[0], k), bowl1), so_far[1]))
     return out
 
 
@@ -367,7 +365,7 @@ def line_rows(sides: list[Side], fantasy: FantasyTable | None) -> list[dict]:
     for side in sides:
         # Every player the draws hold has figures so far, nothing (0, no) where he has done nothing yet: a
         # player of the chase alone, or anyone before the first ball, has his points for playing.
-        so_far = over_players(side.so_far or nothing(FIGURES), list(side.draws["runs"].columns))
+        so_far = over_players({**nothing(FIGURES), **(side.so_far or {})}, list(side.draws["runs"].columns))
         points = fantasy.points(side.draws) if fantasy else None
         table = summarise(side.draws, side.team, points, so_far, fantasy.points(so_far) if fantasy else None)
         out += table.assign(**side.point, sims=len(side.draws["runs"]), order_weight=1.0).to_dict("records")
