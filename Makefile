@@ -38,8 +38,8 @@ main: $(STAMP)
 # (callbacks=ema: steadier from seed to seed, better on every league) on a 12-epoch schedule with one member,
 # refitted by continuing the selected model two epochs with 2024 added (refit_from=selected: 0.0003 worse on
 # 2024 than refitting from scratch, for a sixth of its epochs' time; docs/log/2026-11-28.md), then the same
-# fine-tuned on the IPL from its weights for 8 epochs, the last kept (no early stopping on one noisy season:
-# 0.0007 better on IPL 2024 a season back, three seeds; docs/log/2026-11-28.md), its targets half the trees'
+# fine-tuned on the IPL from its weights for 8 epochs, the last kept (as every stage: early stopping on one noisy
+# season was 0.0007 worse on IPL 2024 a season back, three seeds; docs/log/2026-11-28.md), its targets half the trees'
 # (data.teacher.weight=0.5: the model it starts from is already ahead of them; 0.0007 better than 0.8 on IPL 2024
 # a season back, three seeds, 0.3 between), then the baselines on the pooled table, paired with the fine-tuned run
 # (README, "Every men's T20 league").
@@ -49,20 +49,22 @@ LEAGUES ?= $(CURDIR)/outputs/leagues
 # Settings added to each stage after the recipe's own (the later wins), to try another schedule without
 # editing this file, e.g. the longer recipe of 2026-11-26 (40 epochs, three members refitted from scratch:
 # about seven hours):
-# make leagues POOLED='trainer.max_epochs=40 ensemble=3 refit_from=scratch' FINETUNE='ensemble=3'.
+# make leagues POOLED="'callbacks=[ema,early_stopping]' trainer.max_epochs=40 ensemble=3 refit_from=scratch" \
+#   FINETUNE='ensemble=3'.
 POOLED ?=
 FINETUNE ?=
 stage = if [ -f $(1)/mlflow_run.json ]; then $(VENV)/bin/cricket-attn-train resume=$(1); \
 	else $(VENV)/bin/cricket-attn-train $(2) hydra.run.dir=$(1); fi
 leagues: $(STAMP)
-	$(call stage,$(LEAGUES)/pooled,data=t20 callbacks=ema trainer.max_epochs=12 ensemble=1 \
+	$(call stage,$(LEAGUES)/pooled,data=t20 callbacks=ema ensemble=1 \
 		refit_from=selected refit_epochs=2 $(POOLED))
 	$(call stage,$(LEAGUES)/ipl,data=t20 init_from=$(LEAGUES)/pooled optim.lr=3e-4 \
 		'data.train_competitions=[Indian Premier League]' ensemble=1 trainer.max_epochs=8 data.teacher.weight=0.5 \
-		callbacks.early_stopping=null callbacks.model_checkpoint.monitor=null $(FINETUNE))
+		$(FINETUNE))
 	$(VENV)/bin/cricket-attn-baselines data=t20
 
-# Train and test the default transformer (conf/): fit on 2008-2023, choose epochs on 2024, refit through 2024.
+# Train and test the default transformer (conf/): fit on 2008-2023 for 12 epochs, calibrate on 2024, refit
+# through 2024.
 train: $(STAMP)
 	$(VENV)/bin/cricket-attn-train
 

@@ -30,7 +30,8 @@ def composed(name: str, *overrides: str):
         ("config", ["experiment=equal_seasons"]),
         ("config", ["data=t20", "data.train_competitions=[Indian Premier League, SA20]", "init_from=outputs/x"]),
         ("config", ["+logger.tags.ablation=attention", "+trainer.limit_train_batches=0.5", "data.teacher=null"]),
-        ("config", ["~logger", "callbacks.early_stopping=null", "model.context=0"]),
+        ("config", ["~logger", "callbacks=[ema,early_stopping]", "model.context=0"]),
+        ("config", ["callbacks=early_stopping"]),
         ("baselines", []),
         ("ablation", []),
         ("ablation", ["ablation_set=context"]),
@@ -104,7 +105,7 @@ def test_every_key_of_a_shipped_config_has_its_rule(name, overrides):
         ("config", "data.records={rate_strength: 0}", "data.records.rate_strength=0: must be positive"),
         ("config", "data.trees.learning_rate=0", "data.trees.learning_rate=0: must be positive"),
         ("config", "callbacks.model_checkpoint=null", "callbacks.model_checkpoint=null: must be a mapping"),
-        ("config", "callbacks.early_stopping.mode=low", "callbacks.early_stopping.mode='low': must be one of min, max"),
+        ("config", "callbacks.model_checkpoint.mode=low", "callbacks.model_checkpoint.mode='low': must be one of"),
         ("config", "+trainer.limit_val_batches=1.5", "trainer.limit_val_batches=1.5: must be a share in [0.0, 1.0]"),
         ("config", "optim.lr=${nowhere}", "optim.lr: cannot be read: Interpolation key 'nowhere' not found"),
         ("baselines", "baselines.n_boot=0", "baselines.n_boot=0: must be at least 1"),
@@ -160,8 +161,9 @@ def test_count_is_an_argparse_type_refusing_by_value(minimum, allowed, text, res
 
 # Presets and compositions that bring the keys a table names beyond the default config's.
 SHIPPED = {
-    "config": [[], ["data=t20", "callbacks=ema"], ["trainer=gpu"], ["trainer=ddp"], ["debug=fast"],
-               ["debug=fast_dev_run"], ["debug=overfit"], ["experiment=equal_seasons"], ["hparams_search=optuna"]],
+    "config": [[], ["data=t20", "callbacks=ema"], ["callbacks=early_stopping"], ["trainer=gpu"], ["trainer=ddp"],
+               ["debug=fast"], ["debug=fast_dev_run"], ["debug=overfit"], ["experiment=equal_seasons"],
+               ["hparams_search=optuna"]],
     "baselines": [[]],
     "ablation": [[], ["ablation_set=context"]],
 }  # fmt: skip

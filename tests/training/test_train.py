@@ -171,8 +171,14 @@ def test_the_trainer_and_its_callbacks_build_from_conf(tmp_path):
     callbacks = [hydra.utils.instantiate(c) for c in cfg.callbacks.values() if c]
     trainer = hydra.utils.instantiate(cfg.trainer, callbacks=callbacks, logger=False)
     assert isinstance(trainer.accelerator, pl.accelerators.CPUAccelerator) and trainer.max_epochs == 2
-    assert trainer.gradient_clip_val == 1.0 and trainer.early_stopping_callback.monitor == "val/loss"
+    assert trainer.gradient_clip_val == 1.0 and trainer.early_stopping_callback is None
     assert trainer.checkpoint_callback.dirpath == str(tmp_path / "run" / "checkpoints")
+    assert trainer.checkpoint_callback.monitor is None  # the schedule's last epoch is kept
+    for choice in ("early_stopping", "[ema,early_stopping]"):  # early stopping, alone or beside the average
+        chosen = tiny_train_config(tmp_path, f"callbacks={choice}").callbacks
+        made = {name: hydra.utils.instantiate(c) for name, c in chosen.items() if c}
+        assert made["early_stopping"].monitor == made["model_checkpoint"].monitor == "val/loss"
+        assert ("weight_averaging" in made) == ("ema" in choice)
     for name, expected in (
         ("gpu", {"accelerator": "gpu", "precision": "bf16-mixed", "devices": 1}),
         ("ddp", {"strategy": "ddp", "use_distributed_sampler": False, "devices": "auto"}),
@@ -182,23 +188,35 @@ def test_the_trainer_and_its_callbacks_build_from_conf(tmp_path):
         inspect.signature(pl.Trainer).bind(**made.keywords)  # a key the Trainer does not take raises TypeError
 
 
-def test_a_fine_tune_of_fixed_length_keeps_its_last_epoch(tmp_path, caplog):
-    """Without early stopping and with no score to keep the best by (make leagues' fine-tune), the schedule's last
-    epoch is the selected model and its epoch count the refit's: no epoch chosen on the validation season."""
+def test_a_fixed_schedule_keeps_its_last_epoch(tmp_path, caplog):
+    """Without early stopping and with no score to keep the best by (the default), the schedule's last epoch is
+    the selected model and its epoch count the refit's: no epoch chosen on the validation season."""
     import logging
 
     caplog.set_level(logging.INFO, logger="cricket_attn")
-    fixed = (
-        "~logger",
-        "callbacks.early_stopping=null",
-        "callbacks.model_checkpoint.monitor=null",
-        "trainer.max_epochs=3",
-    )
-    results = train(tiny_train_config(tmp_path, *fixed))
+    results = train(tiny_train_config(tmp_path, "~logger", "trainer.max_epochs=3"))
     assert results["selection/epochs"] == 3 and results["selection/best_val_loss"] is None
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
     assert "selection: training on 2008-2023, for 3 epochs, the last kept (validated on 2024)" in lines
     assert any(line.startswith("refit 1/1: training on seasons up to 2023 and 2024 for 3 epochs") for line in lines)
+
+
+def test_early_stopping_chooses_the_epoch_count_on_validation(tmp_path, caplog):
+    """`callbacks=early_stopping`: the selection's best epoch on the validation season is the selected model and
+    the refit's epoch count."""
+    import logging
+
+    import torch
+
+    caplog.set_level(logging.INFO, logger="cricket_attn")
+    results = train(tiny_train_config(tmp_path, "~logger", "callbacks=early_stopping", "trainer.max_epochs=3"))
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
+    assert "selection: training on 2008-2023, choosing the epoch count on 2024 (early stopping)" in lines
+    (best,) = (tmp_path / "run" / "checkpoints").glob("best-*.ckpt")
+    chosen = torch.load(best, map_location="cpu", weights_only=True)["epoch"] + 1
+    assert results["selection/epochs"] == chosen and results["selection/best_val_loss"] is not None
+    refit = f"refit 1/1: training on seasons up to 2023 and 2024 for {chosen} epochs"
+    assert any(line.startswith(refit) for line in lines)
 
 
 def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
@@ -215,7 +233,7 @@ def test_training_says_each_stage_and_each_epoch_in_one_line(tmp_path, caplog):
         "teacher: 3 folds of gradient-boosted trees on 2,636 deliveries of seasons 2008-2023",
         "teacher fold 1/3: ",
         "teacher fold 3/3: ",
-        "selection: training on 2008-2023, choosing the epoch count on 2024 (early stopping)",
+        "selection: training on 2008-2023, for 2 epochs, the last kept (validated on 2024)",
         "selection epoch 1/2, train loss ",
         "selection epoch 2/2, train loss ",
         "selection: done in ",
