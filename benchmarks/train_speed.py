@@ -12,8 +12,8 @@ default is timed. Trailing overrides apply to every variant (a variant's own com
 
 Times `Trainer.fit` over the selection stage's training seasons with validation off, so the number is
 training alone (the data set-up, teacher included, comes before the clock starts). With `--validate` each
-variant is the whole selection stage instead (conf/callbacks' early stopping on the validation season, and
-weight averaging where configured; up to the trainer's max_epochs): the table adds its best validation
+variant is the whole selection stage instead (the trainer's max_epochs, or fewer with early stopping, and
+weight averaging where configured): the table adds its best validation
 loss (uncalibrated) and epoch, and the time includes the validation passes; how a batch size on a GPU
 trains, not only how fast (a fresh model each time: `init_from` is not read, so a fine-tune is not
 timed). The peak RSS column is the process's peak so far, so only its growth down the table says
@@ -59,6 +59,17 @@ class Deliveries(pl.Callback):
         self.steps += 1
 
 
+class ValidationLosses(pl.Callback):
+    """Each epoch's validation loss (with weight averaging, the averaged weights'), in order."""
+
+    def __init__(self):
+        self.seen: list[float] = []
+
+    def on_validation_epoch_end(self, trainer, module):
+        if not trainer.sanity_checking and "val/loss" in trainer.callback_metrics:
+            self.seen.append(float(trainer.callback_metrics["val/loss"]))
+
+
 def time_training(overrides: list[str], epochs: int | None) -> dict:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"), tempfile.TemporaryDirectory() as tmp:
         cfg = compose(config_name="config", overrides=[f"paths.output_dir={tmp}", *overrides])
@@ -66,7 +77,7 @@ def time_training(overrides: list[str], epochs: int | None) -> dict:
 
 
 def _time(cfg, epochs: int | None) -> dict:
-    """`epochs` of training alone, or (None) the selection stage with its early stopping."""
+    """`epochs` of training alone, or (None) the selection stage with its callbacks."""
     pl.seed_everything(cfg.seed)
     dm = hydra.utils.instantiate(cfg.data)
     dm.prepare_data()
@@ -82,7 +93,7 @@ def _time(cfg, epochs: int | None) -> dict:
         if epochs is None
         else []
     )
-    stop = next((c for c in staged if isinstance(c, pl.callbacks.EarlyStopping)), None)
+    losses = ValidationLosses()
     limits = {} if epochs is None else {"max_epochs": epochs, "limit_val_batches": 0}
     trainer = hydra.utils.instantiate(
         cfg.trainer,
@@ -91,7 +102,7 @@ def _time(cfg, epochs: int | None) -> dict:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[counted, *staged],
+        callbacks=[counted, losses, *staged],
     )
     gpu = cfg.trainer.accelerator == "gpu"
     if gpu:
@@ -106,8 +117,8 @@ def _time(cfg, epochs: int | None) -> dict:
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
         "device": torch.cuda.get_device_name() if gpu else cpu(),
-        "val_loss": float(stop.best_score) if stop else None,
-        "best_epoch": trainer.current_epoch - stop.wait_count if stop else None,
+        "val_loss": min(losses.seen) if losses.seen else None,
+        "best_epoch": losses.seen.index(min(losses.seen)) + 1 if losses.seen else None,
     }
 
 
@@ -115,7 +126,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     how_long = p.add_mutually_exclusive_group()
     how_long.add_argument("--epochs", type=int, default=2, help="epochs of training alone (at least 1)")
-    how_long.add_argument("--validate", action="store_true", help="the selection stage, early stopping and all")
+    how_long.add_argument("--validate", action="store_true", help="the selection stage, validation and all")
     p.add_argument("--set", help="time the variants of conf/ablation_set/SET.yaml")
     p.add_argument("--variant", action="append", default=[], help="'NAME=OVERRIDE OVERRIDE': one more variant")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every variant")
