@@ -200,12 +200,11 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
             selection_final=bool(stopper is not None and stopper.stopped_epoch > 0),
         )
-        log.info(
-            "selection: done in %s; best epoch %s, val loss %s",
-            clock,
-            best,
-            f"{run.state['selection_best_val']:.4f}" if run.state["selection_best_val"] is not None else "none",
-        )
+        if run.state["selection_best_val"] is None:  # no score to choose by: the schedule's last epoch
+            log.info("selection: done in %s; epoch %s kept", clock, best)
+        else:
+            val = run.state["selection_best_val"]
+            log.info("selection: done in %s; best epoch %s, val loss %.4f", clock, best, val)
         if cfg.calibrate and best_path:
             run.state["calibration"] = calibrate(dm, best_path, cfg.calibrate_wickets)
             c = run.state["calibration"]

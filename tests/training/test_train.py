@@ -198,6 +198,7 @@ def test_a_fixed_schedule_keeps_its_last_epoch(tmp_path, caplog):
     assert results["selection/epochs"] == 3 and results["selection/best_val_loss"] is None
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
     assert "selection: training on 2008-2023, for 3 epochs, the last kept (validated on 2024)" in lines
+    assert any(line.startswith("selection: done in ") and line.endswith("; epoch 3 kept") for line in lines)
     assert any(line.startswith("refit 1/1: training on seasons up to 2023 and 2024 for 3 epochs") for line in lines)
 
 
