@@ -194,7 +194,7 @@ TRAIN: tuple[Setting, ...] = (
     ("callbacks.early_stopping.monitor", "str", *ANY),
     ("callbacks.early_stopping.mode", "str", *one_of("min", "max")),
     ("callbacks.early_stopping.patience", "int", *at_least(0)),
-    ("callbacks.model_checkpoint", "map", *ANY),  # the protocol keeps its best epoch: it cannot be null
+    ("callbacks.model_checkpoint", "map", *ANY),  # the protocol keeps the selected epoch: it cannot be null
     ("callbacks.model_checkpoint.monitor", "str?", *ANY),
     ("callbacks.model_checkpoint.mode", "str", *one_of("min", "max")),
     ("callbacks.model_checkpoint.save_last", "bool", *ANY),

@@ -45,6 +45,13 @@ def preflight(cfg: DictConfig) -> None:
         settings.check(cfg, settings.TRAIN)
     except settings.SettingError as err:
         raise ConfigError(str(err)) from None
+    stopper, saver = cfg.callbacks.get("early_stopping"), cfg.callbacks.model_checkpoint
+    if stopper and saver.monitor != stopper.monitor:  # e.g. callbacks=[early_stopping,ema]: ema's default came last
+        raise ConfigError(
+            f"callbacks.model_checkpoint.monitor={saver.monitor}: must be early stopping's {stopper.monitor!r}, or "
+            "the selection stops early but keeps its last epoch (in a list, early_stopping last: "
+            "callbacks=[ema,early_stopping])"
+        )
     if cfg.ensemble > 1 and not cfg.refit:
         log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
     # The model's own checks, with stand-ins for the sizes the data gives it.

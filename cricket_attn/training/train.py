@@ -1,10 +1,10 @@
 """Training's protocol: fit the transformer, test it and track it in MLflow (`cricket-attn-train`:
 cricket_attn/commands/train.py, the Hydra command over conf/).
 
-Protocol: fit on the training seasons with early stopping on the validation season (that chooses the
-number of epochs); with `refit=true`, train a fresh model on training + validation seasons for that
-many epochs (with `ensemble=N`, N of them from successive seeds, their probabilities averaged); then
-score the test seasons, which nothing before has touched.
+Protocol: fit on the training seasons for a fixed schedule, validated on the validation season (with
+`callbacks=early_stopping`, that season chooses the number of epochs); with `refit=true`, train a fresh model
+on training + validation seasons for as many epochs (with `ensemble=N`, N of them from successive seeds,
+their probabilities averaged); then score the test seasons, which nothing before has touched.
 
 Each run is one MLflow run: the resolved config (artifact and params), the data of each split (as
 dataset inputs), per-epoch losses (the refit stage's prefixed `refit-`), CPU and memory use, the test
@@ -194,17 +194,22 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         # Epochs to the best validation loss, as the checkpoint records them (not its file name).
         best = torch.load(best_path, map_location="cpu", weights_only=True)["epoch"] + 1 if best_path else None
         stopper = callbacks.get("early_stopping")
+        # The selected model's validation loss: the best epoch's, or with no score to choose by, the last's.
+        score = ckpt.best_model_score if ckpt.monitor else module.trainer.callback_metrics.get("val/loss")
         run.state.update(
             selection_epochs=best,
             selection_checkpoint=best_path,
-            selection_best_val=float(ckpt.best_model_score) if ckpt.best_model_score is not None else None,
+            selection_best_val=float(score) if score is not None else None,
             selection_final=bool(stopper is not None and stopper.stopped_epoch > 0),
         )
-        if run.state["selection_best_val"] is None:  # no score to choose by: the schedule's last epoch
-            log.info("selection: done in %s; epoch %s kept", clock, best)
-        else:
-            val = run.state["selection_best_val"]
-            log.info("selection: done in %s; best epoch %s, val loss %.4f", clock, best, val)
+        val = run.state["selection_best_val"]
+        log.info(
+            "selection: done in %s; %s %s, val loss %s",
+            clock,
+            "best epoch" if ckpt.monitor else "kept the last, epoch",
+            best,
+            "none" if val is None else f"{val:.4f}",
+        )
         if cfg.calibrate and best_path:
             run.state["calibration"] = calibrate(dm, best_path, cfg.calibrate_wickets)
             c = run.state["calibration"]

@@ -195,10 +195,11 @@ def test_a_fixed_schedule_keeps_its_last_epoch(tmp_path, caplog):
 
     caplog.set_level(logging.INFO, logger="cricket_attn")
     results = train(tiny_train_config(tmp_path, "~logger", "trainer.max_epochs=3"))
-    assert results["selection/epochs"] == 3 and results["selection/best_val_loss"] is None
+    assert results["selection/epochs"] == 3 and results["selection/best_val_loss"] is not None
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("cricket_attn")]
     assert "selection: training on 2008-2023, for 3 epochs, the last kept (validated on 2024)" in lines
-    assert any(line.startswith("selection: done in ") and line.endswith("; epoch 3 kept") for line in lines)
+    done = next(line for line in lines if line.startswith("selection: done in "))
+    assert f"; kept the last, epoch 3, val loss {results['selection/best_val_loss']:.4f}" in done
     assert any(line.startswith("refit 1/1: training on seasons up to 2023 and 2024 for 3 epochs") for line in lines)
 
 
@@ -351,6 +352,10 @@ def test_the_command_refuses_in_one_line_with_status_2(tmp_path, capsys, monkeyp
             ["data.train_competitions=[SA20]"],
             "data.train_competitions: 'SA20' has no deliveries in the training seasons (the most frequent "
             "there: Indian Premier League)",
+        ),
+        (  # ema's composition of the default callbacks, merged after early stopping's, kept the last epoch
+            ["callbacks=[early_stopping,ema]"],
+            "callbacks.model_checkpoint.monitor=None: must be early stopping's 'val/loss', or the selection stops",
         ),
         (  # the T20 Blast's one fixture match is of 2023: training, and nothing to choose its epochs on
             [f"data.sources=[{FIXTURES},{FIXTURES.parent / 'cricsheet_t20'}]", "data.train_competitions=[T20 Blast]"],
