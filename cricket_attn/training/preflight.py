@@ -53,7 +53,7 @@ def preflight(cfg: DictConfig) -> None:
             "callbacks=[ema,early_stopping])"
         )
     if cfg.ensemble > 1 and not cfg.refit:
-        log.warning("ensemble=%d has no effect with refit=false: the final model is the best epoch's", cfg.ensemble)
+        log.warning("ensemble=%d has no effect with refit=false: the final model is the selected epoch's", cfg.ensemble)
     # The model's own checks, with stand-ins for the sizes the data gives it.
     stand_in = {
         "n_numeric": 1,

@@ -296,7 +296,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         out = Path(final[0]).parent / ("calibrated.ckpt" if calibration is not None else "ensemble.ckpt")
         final = [str(save_final(final, calibration, out))]
     results["checkpoint"] = final[0] if final else None
-    # The test scores the final weights (with refit=false the best epoch's, not the last epoch's).
+    # The test scores the final weights (with refit=false the selected epoch's).
     model = load_model(results["checkpoint"])[0] if final else module.model
     report(cfg, run, dm, model, results)
     plain = {k: v.item() if hasattr(v, "item") else v for k, v in results.items()}
