@@ -5,9 +5,12 @@ toss), checked, then simulated from the state before its first ball for each sid
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+import torch
 
 from cricket_attn.data.deliveries import COLUMNS as DELIVERY_COLUMNS
 from cricket_attn.data.features import entity_key
@@ -168,6 +171,21 @@ def listed_as_deliveries(matches: pd.DataFrame, match_ids: list[str]) -> pd.Data
     return out.assign(batter=out["player"], batter_id=ids, bowler=out["player"], bowler_id=ids)
 
 
+@contextmanager
+def threads_shared(workers: int):
+    """torch's threads shared out between `workers` Python threads for the block, restored after: the two
+    batting orders before the toss are simulated side by side, each on its own share of the cores (a step's
+    operations are too small to keep two threads busy: on 2 cores, side by side with one thread each, 10.2-11.0 s
+    against 11.4-13.2 with two each and 12.9-15.9 one after the other; `benchmarks/simulate_speed.py
+    --before-only`, the record of 2026-11-29)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // workers))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def batting_orders(row: pd.Series) -> list[tuple[str, float]]:
     """Who bats first, with its chance: the toss winner's choice where the file gives the toss, else either
     side with 1/2 (whoever wins the toss, the same habit at the venue gives each side the same chance to bat
@@ -211,9 +229,14 @@ def project_before(
         raise StateError(f"match {match_id}: {n} simulation(s): before the toss at least {len(orders)}, one an order")
     shares = [int(n * weight) for _, weight in orders]
     shares[0] += n - sum(shares)  # n in all (an odd n: the first side listed one more)
-    for k, ((first, weight), share) in enumerate(zip(orders, shares)):  # each order its own draws (seed + k)
-        ctx = context_before(matches, row, first)
-        out = project_context(sim, ctx, share, seed + k, False, players, None, players)
+
+    def simulate(k: int) -> tuple:  # each order its own draws (seed + k)
+        ctx = context_before(matches, row, orders[k][0])
+        return project_context(sim, ctx, shares[k], seed + k, False, players, None, players)
+
+    with threads_shared(len(orders)), ThreadPoolExecutor(len(orders)) as pool:
+        outs = list(pool.map(simulate, range(len(orders))))
+    for (_first, weight), out in zip(orders, outs):
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
         sides += [side._replace(point=side.point | {"order_weight": weight}) for side in drawn]

@@ -9,12 +9,19 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from cricket_attn.data.deliveries import build_tables
 from cricket_attn.data.sources import MatchFile
-from cricket_attn.simulation.before import at_the_toss, project_before, side_chances
+from cricket_attn.simulation.before import (
+    at_the_toss,
+    batting_orders,
+    context_before,
+    project_before,
+    side_chances,
+)
 from cricket_attn.simulation.fantasy import FantasyTable
-from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError
+from cricket_attn.simulation.match import PLAYER_COLUMNS, PROJECTION_COLUMNS, StateError, project_context
 from tests.conftest import match_file
 
 MATCH = "1473439"
@@ -79,6 +86,20 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     assert first_team["win_probability"] == pytest.approx(expected)
     error = 0.5 * np.hypot(a["win_probability_se"], b["win_probability_se"])
     assert first_team["win_probability_se"] == pytest.approx(error)
+
+
+def test_the_orders_simulated_side_by_side_are_each_as_simulated_alone(fixture_simulator, phases):
+    """Before the toss the two orders run side by side (`threads_shared`): each has its own draws (seed + k), so
+    each order's projection is that order simulated alone, and torch's threads are as they were after."""
+    matches, doc = before(phases, lambda doc: doc["info"].pop("toss"))
+    threads = torch.get_num_threads()
+    projections = project_before(fixture_simulator, matches, MATCH, n=24, seed=3)
+    assert torch.get_num_threads() == threads
+    row = matches.iloc[0]
+    for k, (first, _) in enumerate(batting_orders(row)):
+        alone = project_context(fixture_simulator, context_before(matches, row, first), 12, 3 + k, False, False, None)
+        mine = projections[projections["batting_team"] == first].reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine.drop(columns="order_weight"), alone.drop(columns="order_weight"))
 
 
 def test_before_the_toss_a_players_line_is_over_every_simulation_of_the_match(fixture_simulator, phases):
