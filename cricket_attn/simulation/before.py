@@ -5,8 +5,9 @@ toss), checked, then simulated from the state before its first ball for each sid
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,8 @@ from cricket_attn.simulation.match import (
 )
 from cricket_attn.simulation.rollout import Simulator
 from cricket_attn.simulation.setup import InningsSetup
+
+T = TypeVar("T")
 
 
 def context_before(matches: pd.DataFrame, row: pd.Series, batting_first: str) -> MatchContext:
@@ -171,17 +174,26 @@ def listed_as_deliveries(matches: pd.DataFrame, match_ids: list[str]) -> pd.Data
     return out.assign(batter=out["player"], batter_id=ids, bowler=out["player"], bowler_id=ids)
 
 
-@contextmanager
-def threads_shared(workers: int):
-    """torch's threads shared out between `workers` Python threads for the block, restored after: the two
-    batting orders before the toss are simulated side by side, each on its own share of the cores (a step's
-    operations are too small to keep two threads busy: on 2 cores, side by side with one thread each, 10.2-11.0 s
-    against 11.4-13.2 with two each and 12.9-15.9 one after the other; `benchmarks/simulate_speed.py
-    --before-only`, the record of 2026-11-29)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads // workers))
+def side_by_side(run: Callable[[int], T], count: int) -> list[T]:
+    """[run(0), ..., run(count - 1)] side by side in `count` Python threads, torch's threads shared out between
+    them for the while and restored after, each in the caller's grad mode (torch keeps it per thread); one after
+    the other where there is one run, or fewer of torch's threads than runs. Each run must draw from its own
+    generator and write nothing the others read. An error in one is raised once all have ended (so does a Ctrl-C
+    wait for them). Before the toss the two batting orders run so: a step's operations are too small to keep two
+    threads busy (on 2 cores, side by side with one thread each 10.2-11.0 s, with two each 11.4-13.2, one after
+    the other 12.9-15.9; `benchmarks/simulate_speed.py --before-only`, the record of 2026-11-29)."""
+    threads, grad = torch.get_num_threads(), torch.is_grad_enabled()
+    if count == 1 or threads < count:
+        return [run(k) for k in range(count)]
+
+    def in_thread(k: int) -> T:
+        with torch.set_grad_enabled(grad):
+            return run(k)
+
+    torch.set_num_threads(threads // count)
     try:
-        yield
+        with ThreadPoolExecutor(count) as pool:
+            return list(pool.map(in_thread, range(count)))
     finally:
         torch.set_num_threads(threads)
 
@@ -213,7 +225,8 @@ def project_before(
     its chance as its `order_weight`; `side_chances` gives each side's chance to win over both). The `n`
     simulations of the match are shared out between the orders by their chance (before the toss, n/2 with each
     side batting first: the toss drawn as a coin, stratified), so n is the match's simulations in all, as from
-    any other state. With `players` (and `fantasy`), one line per player over all n simulations, whichever
+    any other state; the two orders run side by side (`side_by_side`: torch's threads shared out between them
+    for the while). With `players` (and `fantasy`), one line per player over all n simulations, whichever
     side batted first in them (`batting_first` empty before the toss): a mixture's own quantiles, not the
     orders' averaged. With `draws`, the players' figures draw by draw in place of their lines
     (`match.project_context`): a list of `lines.Side`, two per order, the point with its `order_weight`
@@ -234,9 +247,7 @@ def project_before(
         ctx = context_before(matches, row, orders[k][0])
         return project_context(sim, ctx, shares[k], seed + k, False, players, None, players)
 
-    with threads_shared(len(orders)), ThreadPoolExecutor(len(orders)) as pool:
-        outs = list(pool.map(simulate, range(len(orders))))
-    for (_first, weight), out in zip(orders, outs):
+    for (_first, weight), out in zip(orders, side_by_side(simulate, len(orders))):
         projected, drawn = out if players else (out, [])
         frames.append(projected.assign(order_weight=weight))
         sides += [side._replace(point=side.point | {"order_weight": weight}) for side in drawn]

@@ -5,6 +5,7 @@ cannot be simulated refused by its match and field."""
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from cricket_attn.simulation.before import (
     batting_orders,
     context_before,
     project_before,
+    side_by_side,
     side_chances,
 )
 from cricket_attn.simulation.fantasy import FantasyTable
@@ -88,18 +90,56 @@ def test_without_the_toss_either_side_bats_first_half_the_time(fixture_simulator
     assert first_team["win_probability_se"] == pytest.approx(error)
 
 
-def test_the_orders_simulated_side_by_side_are_each_as_simulated_alone(fixture_simulator, phases):
-    """Before the toss the two orders run side by side (`threads_shared`): each has its own draws (seed + k), so
-    each order's projection is that order simulated alone, and torch's threads are as they were after."""
+def test_the_orders_simulated_side_by_side_are_each_as_simulated_alone(fixture_simulator, phases, monkeypatch):
+    """Before the toss the two orders run side by side, on a thread of torch's each (`side_by_side`): each has
+    its own draws (seed + k), so each order's projection and its players' draws are that order simulated alone,
+    and torch's threads are as they were after."""
     matches, doc = before(phases, lambda doc: doc["info"].pop("toss"))
-    threads = torch.get_num_threads()
-    projections = project_before(fixture_simulator, matches, MATCH, n=24, seed=3)
-    assert torch.get_num_threads() == threads
     row = matches.iloc[0]
+    threads, set_threads, calls = torch.get_num_threads(), torch.set_num_threads, []
+    monkeypatch.setattr(torch, "set_num_threads", lambda k: (calls.append(k), set_threads(k)))
+    set_threads(2)
+    try:
+        projections, sides = project_before(fixture_simulator, matches, MATCH, n=24, seed=3, players=True, draws=True)
+        assert calls == [1, 2] and torch.get_num_threads() == 2  # shared out, then restored
+    finally:
+        set_threads(threads)
     for k, (first, _) in enumerate(batting_orders(row)):
-        alone = project_context(fixture_simulator, context_before(matches, row, first), 12, 3 + k, False, False, None)
+        ctx = context_before(matches, row, first)
+        alone, drawn = project_context(fixture_simulator, ctx, 12, 3 + k, False, True, None, True)
         mine = projections[projections["batting_team"] == first].reset_index(drop=True)
         pd.testing.assert_frame_equal(mine.drop(columns="order_weight"), alone.drop(columns="order_weight"))
+        for side, alone_side in zip([s for s in sides if s.point["batting_first"] == first], drawn, strict=True):
+            assert side.team == alone_side.team
+            for figure, values in alone_side.draws.items():
+                pd.testing.assert_frame_equal(side.draws[figure], values)
+
+
+def test_side_by_side_runs_in_order_with_one_thread_and_restores_the_threads_after_an_error():
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # fewer of torch's threads than runs: one after the other, in this thread
+        assert side_by_side(lambda k: (k, threading.current_thread() is threading.main_thread()), 2) == [
+            (0, True),
+            (1, True),
+        ]
+        torch.set_num_threads(2)
+        with torch.no_grad():  # the caller's grad mode in each thread (torch keeps it per thread)
+            assert side_by_side(lambda k: (k, torch.is_grad_enabled(), torch.get_num_threads()), 2) == [
+                (0, False, 1),
+                (1, False, 1),
+            ]
+
+        def fails(k):
+            if k == 1:
+                raise StateError("match 1: order 1")
+            return k
+
+        with pytest.raises(StateError, match="order 1"):
+            side_by_side(fails, 2)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_before_the_toss_a_players_line_is_over_every_simulation_of_the_match(fixture_simulator, phases):
