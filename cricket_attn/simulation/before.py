@@ -180,8 +180,8 @@ def side_by_side(run: Callable[[int], T], count: int) -> list[T]:
     the other where there is one run, or fewer of torch's threads than runs. Each run must draw from its own
     generator and write nothing the others read. An error in one is raised once all have ended (so does a Ctrl-C
     wait for them). Before the toss the two batting orders run so: a step's operations are too small to keep two
-    threads busy (on 2 cores, side by side with one thread each 10.2-11.0 s, with two each 11.4-13.2, one after
-    the other 12.9-15.9; `benchmarks/simulate_speed.py --before-only`, the record of 2026-11-29)."""
+    threads busy (on 2 cores 11.5-12.8 s against 13.6-16.7 one after the other; `benchmarks/simulate_speed.py
+    --before-only`, the record of 2026-11-29)."""
     threads, grad = torch.get_num_threads(), torch.is_grad_enabled()
     if count == 1 or threads < count:
         return [run(k) for k in range(count)]
