@@ -286,11 +286,6 @@ class CausalSelfAttention(nn.Module):
             w = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             weights.append(w)
             return w @ v
-        if mask is None and T == 1 and not q.is_cuda:
-            # One new ball that sees all the cache (the simulator's step): on a CPU the plain product is faster
-            # than the fused kernel over a cache's strided keys (`benchmarks/simulate_speed.py --before-only`: 8.7 s,
-            # against 10.2 s for the fused kernel on an earlier model, not paired; equal to 1e-6; the record).
-            return (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(-1) @ v
         if mask is None:  # causal
             return attention(q, k, v, is_causal=T > 1)
         return attention(q, k, v, attn_mask=mask)

@@ -18,6 +18,9 @@ from torch import Tensor
 
 from cricket_attn.model import CausalSelfAttention, CricketTransformer, PiecewiseLinearEmbedding
 
+# A cache's buffers grow this many balls at a time (see `KVCache.update`).
+BLOCK = 16
+
 
 class KVCache:
     """Keys and values of the balls seen so far, one pair per layer. A cache that keeps some balls or inputs
@@ -40,12 +43,13 @@ class KVCache:
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Append the new balls' keys and values (B, H, T, hd); returns all of them. They are written into
-        buffers that double when full, so a step copies only its own ball, not the whole cache."""
+        zeroed buffers that grow BLOCK balls at a time, so a step copies only its own ball, not the whole cache,
+        and a buffer is never more than BLOCK - 1 balls longer than what it holds (`attend` reads it whole)."""
         used, T = (0 if self.keys[layer] is None else self.keys[layer].size(2)), k.size(2)
         buffers = self._buffers[layer]
         if buffers is None or buffers[0].size(2) < used + T:
-            size = max(2 * (used + T), 32)
-            buffers = tuple(new.new_empty(*new.shape[:2], size, new.size(3)) for new in (k, v))
+            size = -(-(used + T) // BLOCK) * BLOCK
+            buffers = tuple(new.new_zeros(*new.shape[:2], size, new.size(3)) for new in (k, v))
             if used:
                 buffers[0][:, :, :used], buffers[1][:, :, :used] = self.keys[layer], self.values[layer]
             self._buffers[layer] = buffers
@@ -54,8 +58,18 @@ class KVCache:
         return self.keys[layer], self.values[layer]
 
     def attend(self, attention: CausalSelfAttention, layer: int, q: Tensor, k: Tensor, v: Tensor, weights) -> Tensor:
-        """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`)."""
-        return attention.attend(q, k, v, weights)
+        """Layer `layer`'s attention of the new balls' queries over every ball held (`k`, `v` from `update`).
+        One new ball that sees every ball held (the simulator's step) on a CPU reads the whole buffer, its
+        empty tail masked: a slice of the buffer is strided between rows, and the matrix products over it take
+        a slower path than over one contiguous block (a match before the toss, `benchmarks/simulate_speed.py
+        --before-only`: 8.5-9.0 s against 10.6-11.6 s, alternated; the record of 2026-11-29). A full pass's
+        predictions to 1e-5 (tests/test_model.py), not to the last bit: a draw may fall the other way."""
+        if q.size(2) > 1 or weights is not None or attention.context is not None or q.is_cuda:
+            return attention.attend(q, k, v, weights)
+        keys, values = self._buffers[layer]
+        scores = q @ keys.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, 1, buffer)
+        scores[..., k.size(2) :] = float("-inf")  # the tail holds no ball (zeros: a weight of 0 reads 0)
+        return scores.softmax(-1) @ values
 
     def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         return embedding(batch["numeric"])
@@ -91,7 +105,8 @@ class SimulationCache(KVCache):
             return super().attend(attention, layer, q, k, v, weights)
         if weights is not None:
             raise ValueError("attention weights come from a cache without shared balls")
-        return attend_shared(attention, q, k, v, self.shared, layer)
+        keys, values = self._buffers[layer]  # whole (see `KVCache.attend`): the tail is masked as a later ball
+        return attend_shared(attention, q, keys, values, k.size(2), self.shared, layer)
 
     def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         if "rate_slots" not in batch:
@@ -136,21 +151,22 @@ class SimulationCache(KVCache):
 
 
 def attend_shared(
-    attention: CausalSelfAttention, q: Tensor, k: Tensor, v: Tensor, shared: SharedBalls, layer: int
+    attention: CausalSelfAttention, q: Tensor, k: Tensor, v: Tensor, own: int, shared: SharedBalls, layer: int
 ) -> Tensor:
-    """Attention over a row's first `seen` shared balls and its own (`k`, `v`: (B, H, own, hd)): the
-    shared keys and values are read once for all rows, as one matrix product per head, not once per
-    row; the two parts' scores join in one softmax. (B, H, T, hd)."""
+    """Attention over a row's first `seen` shared balls and its own `own` (the first of `k`, `v`: (B, H, own
+    or more, hd); any after them are later than every query, so the causal mask leaves them out): the shared
+    keys and values are read once for all rows, as one matrix product per head, not once per row; the two
+    parts' scores join in one softmax. (B, H, T, hd)."""
     B, H, T, hd = q.shape
-    S, own = shared.keys[layer].size(1), k.size(2)
+    S, held_own = shared.keys[layer].size(1), k.size(2)
     flat = q.transpose(0, 1).reshape(H, B * T, hd)
     scores = torch.cat(
         [(flat @ shared.keys[layer].transpose(1, 2)).view(H, B, T, S).transpose(0, 1), q @ k.transpose(-2, -1)], dim=-1
-    ) / math.sqrt(hd)  # (B, H, T, S + own)
-    seen, places = shared.seen[:, None], torch.arange(max(S, own), device=q.device)
-    k_place = torch.cat([places[:S].expand(B, S), seen + places[:own]], dim=1)
-    held = torch.cat([places[:S] < seen, torch.ones(B, own, dtype=torch.bool, device=q.device)], dim=1)
+    ) / math.sqrt(hd)  # (B, H, T, S + held_own)
+    seen, places = shared.seen[:, None], torch.arange(max(S, held_own), device=q.device)
+    k_place = torch.cat([places[:S].expand(B, S), seen + places[:held_own]], dim=1)
+    held = torch.cat([places[:S] < seen, torch.ones(B, held_own, dtype=torch.bool, device=q.device)], dim=1)
     mask = attention.mask(seen + places[own - T : own], k_place, held)
-    w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, own], dim=-1)
+    w_shared, w_own = scores.masked_fill(~mask, float("-inf")).softmax(-1).split([S, held_own], dim=-1)
     from_shared = (w_shared.transpose(0, 1).reshape(H, B * T, S) @ shared.values[layer]).view(H, B, T, hd)
     return from_shared.transpose(0, 1) + w_own @ v
