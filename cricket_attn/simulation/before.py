@@ -180,8 +180,8 @@ def side_by_side(run: Callable[[int], T], count: int) -> list[T]:
     the other where there is one run, or fewer of torch's threads than runs. Each run must draw from its own
     generator and write nothing the others read. An error in one is raised once all have ended (so does a Ctrl-C
     wait for them). Before the toss the two batting orders run so: a step's operations are too small to keep two
-    threads busy (on 2 cores 11.5-12.8 s against 13.6-16.7 one after the other; `benchmarks/simulate_speed.py
-    --before-only`, the record of 2026-11-29)."""
+    threads busy (on 2 cores 8.8-9.0 s against 10.9-12.3 one after the other; `benchmarks/simulate_speed.py
+    --before-only`, the record of 2026-11-29's thirty-third session)."""
     threads, grad = torch.get_num_threads(), torch.is_grad_enabled()
     if count == 1 or threads < count:
         return [run(k) for k in range(count)]
