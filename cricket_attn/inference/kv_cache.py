@@ -66,10 +66,20 @@ class KVCache:
         predictions to 1e-5 (tests/test_model.py), not to the last bit: a draw may fall the other way."""
         if q.size(2) > 1 or weights is not None or attention.context is not None or q.is_cuda:
             return attention.attend(q, k, v, weights)
-        keys, values = self._buffers[layer]
+        keys, values = self.whole(layer, k, v)
         scores = q @ keys.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, 1, buffer)
         scores[..., k.size(2) :] = float("-inf")  # the tail holds no ball (zeros: a weight of 0 reads 0)
         return scores.softmax(-1) @ values
+
+    def whole(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Layer `layer`'s whole buffers, where `k`, `v` are their first balls (as `update` returns them); else
+        `k`, `v` themselves."""
+        buffers = self._buffers[layer]
+        if buffers is None or any(
+            x.data_ptr() != b.data_ptr() or x.shape[:2] != b.shape[:2] for x, b in zip((k, v), buffers)
+        ):
+            return k, v
+        return buffers
 
     def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         return embedding(batch["numeric"])
@@ -105,7 +115,7 @@ class SimulationCache(KVCache):
             return super().attend(attention, layer, q, k, v, weights)
         if weights is not None:
             raise ValueError("attention weights come from a cache without shared balls")
-        keys, values = self._buffers[layer]  # whole (see `KVCache.attend`): the tail is masked as a later ball
+        keys, values = self.whole(layer, k, v)  # see `KVCache.attend`: the tail is masked as a later ball
         return attend_shared(attention, q, keys, values, k.size(2), self.shared, layer)
 
     def embed_numeric(self, embedding: nn.Module, batch: dict[str, Tensor]) -> Tensor:
