@@ -60,14 +60,15 @@ class Deliveries(pl.Callback):
 
 
 class ValidationLosses(pl.Callback):
-    """Each epoch's validation loss (with weight averaging, the averaged weights'), in order."""
+    """Each validation's loss (with weight averaging, the averaged weights') and its epoch (from 1; with
+    `check_val_every_n_epoch` above 1 not every epoch has one), in order."""
 
     def __init__(self):
-        self.seen: list[float] = []
+        self.seen: list[tuple[float, int]] = []
 
     def on_validation_epoch_end(self, trainer, module):
         if not trainer.sanity_checking and "val/loss" in trainer.callback_metrics:
-            self.seen.append(float(trainer.callback_metrics["val/loss"]))
+            self.seen.append((float(trainer.callback_metrics["val/loss"]), trainer.current_epoch + 1))
 
 
 def time_training(overrides: list[str], epochs: int | None) -> dict:
@@ -117,8 +118,8 @@ def _time(cfg, epochs: int | None) -> dict:
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
         "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1024**3 if gpu else None,
         "device": torch.cuda.get_device_name() if gpu else cpu(),
-        "val_loss": min(losses.seen) if losses.seen else None,
-        "best_epoch": losses.seen.index(min(losses.seen)) + 1 if losses.seen else None,
+        "val_loss": min(losses.seen)[0] if losses.seen else None,
+        "best_epoch": min(losses.seen)[1] if losses.seen else None,
     }
 
 
