@@ -130,6 +130,14 @@ def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
     )
 
 
+def selection_done(state: dict, cfg: DictConfig) -> bool:
+    """Whether a resumed run's selection stage is over, so that it is not set up and fitted again: early
+    stopping ended it, its refit began, or it ran its whole schedule to the `trainer.max_epochs` this resume
+    still gives (a larger one continues it)."""
+    ran_to = state.get("selection_ran_to")
+    return bool(state.get("selection_final")) or (ran_to is not None and ran_to == cfg.trainer.get("max_epochs"))
+
+
 def finished_as(cfg: DictConfig) -> dict:
     """What a finished run was finished with, of the settings a resume may change that would train it further."""
     return {"max_epochs": cfg.trainer.get("max_epochs"), "refit": bool(cfg.refit), "ensemble": int(cfg.ensemble)}

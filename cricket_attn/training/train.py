@@ -37,7 +37,14 @@ from cricket_attn.metrics import PROB_COLUMNS, calibrated, fit_calibration, prob
 from cricket_attn.model import ConfigError, CricketTransformer, Ensemble
 from cricket_attn.training.lit_module import BallOutcomeModule, load_checkpoint, progress_callbacks
 from cricket_attn.training.preflight import check_data_fits_model, preflight
-from cricket_attn.training.restart import finished_as, load_start, resume_config, resume_from, start_from
+from cricket_attn.training.restart import (
+    finished_as,
+    load_start,
+    resume_config,
+    resume_from,
+    selection_done,
+    start_from,
+)
 
 log = logging.getLogger(__name__)
 # Lightning advertises a cloud logger at every fit; this run is tracked in MLflow already.
@@ -165,10 +172,11 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
     dm = hydra.utils.instantiate(cfg.data)
     resuming = bool(cfg.resume)
     # A damaged checkpoint is found before the data is read.
-    selection_from = resume_from(ckpt) if resuming and not run.state.get("selection_final") else None
+    done = resuming and selection_done(run.state, cfg)
+    selection_from = resume_from(ckpt) if resuming and not done else None
     split = cfg.data.split
     fit_seasons, val_seasons = f"up to {split.train_until}", "/".join(map(str, split.validation))
-    if not run.state.get("selection_final"):  # a new run, or a resumed one not past its selection stage
+    if not done:  # a new run, or a resumed one not past its selection stage
         log.info(
             "data: reading the deliveries, fitting the encoder%s on seasons %s",
             " and the teacher" if cfg.data.get("teacher") else "",
@@ -201,6 +209,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             selection_checkpoint=best_path,
             selection_best_val=float(score) if score is not None else None,
             selection_final=bool(stopper is not None and stopper.stopped_epoch > 0),
+            selection_ran_to=cfg.trainer.get("max_epochs"),  # the schedule it finished (`selection_done`)
         )
         val = run.state["selection_best_val"]
         log.info(
