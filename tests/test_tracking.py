@@ -27,10 +27,11 @@ from cricket_attn.tracking import (
     TrackingError,
     check_tracking_uri,
     latest_transformer_run,
+    read_run_file,
     start_run,
     system_metrics,
 )
-from cricket_attn.training.restart import resume_config
+from cricket_attn.training.restart import resume_config, selection_done
 from cricket_attn.training.train import train
 from tests.conftest import FIXTURES, empty_store, tiny_train_config
 
@@ -289,6 +290,44 @@ def test_a_selection_only_run_continues_to_its_refit(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="refit cannot change"):  # once refitted, a run stays so
         OmegaConf.save(OmegaConf.merge(saved, {"refit": True}), tmp_path / "saved" / ".hydra" / "config.yaml")
         resume_config(resumed, ["refit=false"])
+
+
+def test_a_selection_cut_short_is_trained_on_when_resumed(tmp_path, monkeypatch):
+    """A selection stage stopped by `max_steps` part way through its last epoch has not run its schedule:
+    resumed without the cap, it is fitted on before its refit; one that trained every epoch is not (the
+    test above), nor one of another run's layout, with no record of where it ended."""
+    import cricket_attn.training.train as train_module
+
+    overrides = ("ensemble=1", "data.teacher=null")
+    train(tiny_train_config(tmp_path, *overrides, "refit=false", "+trainer.max_steps=4"))  # 3 batches an epoch
+    state = read_run_file(tmp_path / "run")
+    assert state["selection_ran_to"] == 1 and state["selection_checkpoint"]
+    real, calls = train_module.fit_stage, []
+
+    def power_cut(*args, **kwargs):
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(train_module, "fit_stage", power_cut)  # trained on, and killed: the end no longer stands
+    with pytest.raises(RuntimeError, match="power cut"):
+        train(
+            tiny_train_config(tmp_path, *overrides, "refit=false", "trainer.max_epochs=3", f"resume={tmp_path / 'run'}")
+        )
+    assert "selection_ran_to" not in read_run_file(tmp_path / "run")
+
+    def recorded(*args, **kwargs):
+        calls.append(args[4] if len(args) > 4 else kwargs.get("stage"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "fit_stage", recorded)
+    train(tiny_train_config(tmp_path, *overrides, "refit=true", "+trainer.max_steps=-1", f"resume={tmp_path / 'run'}"))
+    assert calls == ["selection", "refit 1/1"]
+    cfg = OmegaConf.create({"trainer": {"max_epochs": 2}})
+    kept = {"selection_checkpoint": "best.ckpt", "selection_final": False}
+    assert selection_done({**kept, "selection_ran_to": 2}, cfg)
+    assert not selection_done({**kept, "selection_ran_to": 1}, cfg)
+    assert not selection_done(kept, cfg)  # a run file written before the stage's end was recorded
+    assert not selection_done({**kept, "selection_ran_to": 2, "selection_checkpoint": ""}, cfg)  # no model kept
+    assert selection_done({**kept, "selection_final": True, "selection_ran_to": 1}, cfg)  # stopped early
 
 
 def test_a_resume_may_choose_other_callbacks_as_usage_says(tmp_path):

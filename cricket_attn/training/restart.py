@@ -131,9 +131,12 @@ def resume_from(saver: pl.callbacks.ModelCheckpoint) -> str | None:
 
 
 def selection_done(state: dict, cfg: DictConfig) -> bool:
-    """Whether a resumed run's selection stage is over, so that it is not set up and fitted again: early
-    stopping ended it, its refit began, or it ran its whole schedule to the `trainer.max_epochs` this resume
-    still gives (a larger one continues it)."""
+    """Whether a resumed run's selection stage is over, so that it is not set up and fitted again: it kept a
+    model, and early stopping ended it, its refit began, or it trained every epoch of the `trainer.max_epochs`
+    this resume still gives (a larger one continues it; a fit cut short by `max_steps` or `max_time` is not
+    over)."""
+    if not state.get("selection_checkpoint"):
+        return False
     ran_to = state.get("selection_ran_to")
     return bool(state.get("selection_final")) or (ran_to is not None and ran_to == cfg.trainer.get("max_epochs"))
 

@@ -162,6 +162,12 @@ def fit_stage(
     return module
 
 
+def whole_epochs(trainer: pl.Trainer) -> int:
+    """The epochs a fit trained to their last batch (one cut by `max_steps` or `max_time` part way through an
+    epoch counts it as done)."""
+    return trainer.current_epoch - (0 if trainer.fit_loop.epoch_loop.batch_progress.is_last_batch else 1)
+
+
 def run_protocol(cfg: DictConfig, run: Run) -> dict:
     if run.state.get("finished") == finished_as(cfg):  # resumed once done: nothing is trained or scored again
         log.info("resume: the run in %s finished already; its results stand", run.folder)
@@ -193,6 +199,8 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
         else:
             stops = "early stopping" if callbacks.get("early_stopping") else f"the best of {cfg.trainer.max_epochs}"
             how = f"choosing the epoch count on {val_seasons} ({stops})"
+        if run.state.pop("selection_ran_to", None) is not None:  # trained on: the earlier end no longer stands
+            run.save()
         log.info("selection: training on %s, %s", season_range(parts["train"]), how)
         clock = progress.Stopwatch()
         module = fit_stage(
@@ -209,7 +217,7 @@ def run_protocol(cfg: DictConfig, run: Run) -> dict:
             selection_checkpoint=best_path,
             selection_best_val=float(score) if score is not None else None,
             selection_final=bool(stopper is not None and stopper.stopped_epoch > 0),
-            selection_ran_to=cfg.trainer.get("max_epochs"),  # the schedule it finished (`selection_done`)
+            selection_ran_to=whole_epochs(module.trainer),  # for `selection_done`
         )
         val = run.state["selection_best_val"]
         log.info(
