@@ -555,3 +555,31 @@ def test_a_run_stopped_by_sigterm_mid_fit_is_killed_and_stops_as_an_interrupt(tm
     assert signal.getsignal(signal.SIGTERM) is before
     run_id = json.loads((tmp_path / "run" / "mlflow_run.json").read_text())["run_id"]
     assert MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(run_id).info.status == "KILLED"
+
+
+def test_the_command_stopped_says_in_one_line_how_the_run_continues(tmp_path, capsys, monkeypatch):
+    """`cricket-attn-train` stopped by SIGTERM mid-fit (or Ctrl-C): not a traceback but one line with the command
+    that continues it, and exit status 130; stopped before its run file is written, that there is nothing to
+    resume."""
+    import cricket_attn.training.train as train_module
+    from cricket_attn.commands.train import main
+
+    stop = "+callbacks.stop={_target_: tests.training.test_train.SigtermAt, step: 2}"
+    with pytest.raises(SystemExit) as stopped:
+        main(tiny_train_config(tmp_path, stop))
+    folder = (tmp_path / "run").resolve()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"cricket-attn-train: stopped by SIGTERM; it continues with: cricket-attn-train resume={folder}"
+    )
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "train", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        main(tiny_train_config(tmp_path / "new", new_store=True))
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "cricket-attn-train: interrupted before the run began; nothing to resume"
+    ]
