@@ -91,6 +91,31 @@ def test_the_calibration_before_the_first_ball_is_fitted_on_the_validation_seaso
     assert calibrated > 0.25  # the validation's shift, wrong for the test's rate: worse than a coin there
 
 
+def test_the_chasing_sides_share_is_counted_over_the_games_before_eval_scores(monkeypatch, capsys):
+    """Each season's row and a span's are the share the chasing side won (a tie half) of the games
+    `cricket-attn-before-eval` scores: what the pre-match forecasts are scored against."""
+    from cricket_attn.data.deliveries import config_tables
+    from cricket_attn.simulation.before_eval import games_at_the_toss
+
+    module = analysis("chasing")
+    out = run_analysis("chasing", ["--sources", FIXTURES, "--spans", "2000-2030"], monkeypatch, capsys)
+    rows = {r[0].strip("| "): r for r in (line.split(" | ") for line in out.splitlines()[3:]) if len(r) > 2}
+    tables = config_tables("ipl", [FIXTURES])
+    _, games, _ = games_at_the_toss(tables.deliveries, tables.matches)
+    assert len(games) >= 5 and f"{len(games)} matches scored" in out
+    for season, g in games.groupby("season"):
+        assert int(rows[str(season)][1]) == len(g) and float(rows[str(season)][2]) == pytest.approx(
+            g["won"].mean(), abs=5e-4
+        )
+    assert int(rows["2000-2030"][1]) == len(games)
+    assert float(rows["2000-2030"][2]) == pytest.approx(games["won"].mean(), abs=5e-4)
+    wilson = module.share(pd.Series([1.0] * 8 + [0.0] * 2))  # 8 of 10: Wilson's interval 0.490-0.943
+    assert (round(wilson["ci_low"], 3), round(wilson["ci_high"], 3)) == (0.490, 0.943)
+    assert module.span("2025") == (2025, 2025)
+    with pytest.raises(argparse.ArgumentTypeError, match="FIRST-LAST"):
+        module.span("twenty-five")
+
+
 def test_the_teachers_trees_are_compared_on_the_fixture_matches(monkeypatch, capsys):
     """Two settings of the teacher's trees, fitted to 2024 on the fixture matches and scored on 2025: each a row
     with its out-of-fold and next-season log loss; settings that differ give other figures."""

@@ -41,15 +41,12 @@ from cricket_attn.metrics import (
     markdown_table,
 )
 from cricket_attn.settings import count
-from cricket_attn.simulation.before import (
-    at_the_toss,
-)
 from cricket_attn.simulation.before_baselines import BeforeBaselines
 from cricket_attn.simulation.before_eval import (
     KEPT_BYTES_A_SIMULATION,
     LAST,
     MODELS,
-    before_matches,
+    games_at_the_toss,
     real_figures,
     recent_quantiles,
     score,
@@ -57,7 +54,6 @@ from cricket_attn.simulation.before_eval import (
     simulate_before,
 )
 from cricket_attn.simulation.rollout import BYTES_A_SIMULATION, Simulator
-from cricket_attn.simulation.rules import not_simulated
 
 
 def unfinished_folder(
@@ -118,13 +114,9 @@ def run(args: argparse.Namespace) -> str:
     check_memory("--sims", args.sims, per_unit=running)
     tracking.check_tracking_uri(args.tracking_uri)
     trained, phases, tables = load_with_data(args.model, args.tracking_uri, args.data, args.sources)
-    d, listed = tables.deliveries, tables.matches
-    matches = at_the_toss(listed, d)  # the XIs as known at the toss, not as the files list them after the match
+    d = tables.deliveries
+    matches, games, left = games_at_the_toss(d, tables.matches, args.competition)
     book = getattr(trained.encoder, "record_book", None) or RecordBook(d)
-    kept = matches[~matches["match_id"].astype(str).isin(not_simulated(d))]
-    if args.competition:
-        kept = kept[kept["competition"].astype(str).isin(args.competition)]
-    games, left = before_matches(kept)
     scored = games["season"].isin(args.test).to_numpy().copy()
     if args.matches:
         scored &= np.cumsum(scored) <= args.matches
@@ -142,7 +134,7 @@ def run(args: argparse.Namespace) -> str:
     table, paired = score(test, 0.5 / args.sims)
     players = []
     if args.players:
-        real = real_figures(d, listed)
+        real = real_figures(d, tables.matches)
         real = real.join(recent_quantiles(real))
         lines = lines.merge(real.drop(columns=["date", "player", "place"]), on=["match_id", "team", "key"], how="left")
         player_table, player_paired = score_players(lines)

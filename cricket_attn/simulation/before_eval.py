@@ -38,6 +38,7 @@ from cricket_attn.metrics import (
     pit_coverage,
 )
 from cricket_attn.simulation.before import (
+    at_the_toss,
     batting_orders,
     check_before,
     earlier,
@@ -47,8 +48,23 @@ from cricket_attn.simulation.before import (
 from cricket_attn.simulation.lines import Side, summarise
 from cricket_attn.simulation.match import StateError
 from cricket_attn.simulation.rollout import Simulator
+from cricket_attn.simulation.rules import not_simulated
 
 MODELS = ("simulator", "logistic", "elo")
+
+
+def games_at_the_toss(
+    deliveries: pd.DataFrame, listed: pd.DataFrame, competitions: list[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The matches with their XIs as known at the toss (`before.at_the_toss`: a file lists its sides after the
+    match), and of those the simulator can play, of `competitions` if given, the games scored before their first
+    ball with what was left out (`before_matches`): what the pre-match evaluation counts."""
+    matches = at_the_toss(listed, deliveries)
+    kept = matches[~matches["match_id"].astype(str).isin(not_simulated(deliveries))]
+    if competitions:
+        kept = kept[kept["competition"].astype(str).isin(competitions)]
+    games, left = before_matches(kept)
+    return matches, games, left
 
 
 def before_matches(matches: pd.DataFrame, seasons: list[int] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
