@@ -341,13 +341,12 @@ def drop_earlier_models(uri: str, run_id: str, name: str) -> list[str]:
 
 
 @contextmanager
-def ending(uri: str, run_id: str) -> Iterator[None]:
-    """The run ends as its block does: FINISHED; KILLED when stopped by Ctrl-C or SIGTERM (what a scheduler,
-    `kill` or a closing session sends), both made an interrupt while the block runs in the main thread;
-    FAILED on an error. Lightning turns an interrupt during a fit into `SystemExit(1)`: a stop is still
-    KILLED and leaves the block as KeyboardInterrupt, so a sweep of runs stops with it. Only SIGKILL leaves
-    a run RUNNING; a resumed training run then takes it up again."""
-    stops = []
+def stopping() -> Iterator[list[str]]:
+    """Ctrl-C and SIGTERM (what a scheduler, `kill` or a closing session sends) made an interrupt while the block
+    runs in the main thread. Lightning turns an interrupt during a fit into `SystemExit` (1; none on SIGTERM, which
+    would exit with status 0): a stop leaves the block as KeyboardInterrupt all the same, so a sweep of runs stops
+    with it and the command says how the run continues. Yields the names of the signals received."""
+    stops: list[str] = []
 
     def stop(signum, frame):
         stops.append(signal.Signals(signum).name)
@@ -356,16 +355,27 @@ def ending(uri: str, run_id: str) -> Iterator[None]:
     main = threading.current_thread() is threading.main_thread()
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
-        yield
+        yield stops
     except BaseException as err:
-        stopped = bool(stops) or isinstance(err, KeyboardInterrupt)
-        MlflowClient(uri).set_terminated(run_id, "KILLED" if stopped else "FAILED")
-        if stopped and not isinstance(err, KeyboardInterrupt):
+        if stops and not isinstance(err, KeyboardInterrupt):
             raise KeyboardInterrupt(f"stopped by {stops[-1]}") from err
         raise
     finally:
         for s, handler in previous.items():  # None: a handler installed from C, which Python cannot restore
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
+
+
+@contextmanager
+def ending(uri: str, run_id: str) -> Iterator[None]:
+    """The run ends as its block does: FINISHED; KILLED when stopped by Ctrl-C or SIGTERM (`stopping`); FAILED on
+    an error. Only SIGKILL leaves a run RUNNING; a resumed training run then takes it up again."""
+    with stopping() as stops:
+        try:
+            yield
+        except BaseException as err:
+            stopped = bool(stops) or isinstance(err, KeyboardInterrupt)
+            MlflowClient(uri).set_terminated(run_id, "KILLED" if stopped else "FAILED")
+            raise
     MlflowClient(uri).set_terminated(run_id, "FINISHED")
 
 

@@ -112,8 +112,11 @@ def test_the_chasing_sides_share_is_counted_over_the_games_before_eval_scores(mo
     wilson = module.share(pd.Series([1.0] * 8 + [0.0] * 2))  # 8 of 10: Wilson's interval 0.490-0.943
     assert (round(wilson["ci_low"], 3), round(wilson["ci_high"], 3)) == (0.490, 0.943)
     assert module.span("2025") == (2025, 2025)
-    with pytest.raises(argparse.ArgumentTypeError, match="FIRST-LAST"):
-        module.span("twenty-five")
+    for wrong in ("twenty-five", "2024-2008"):
+        with pytest.raises(argparse.ArgumentTypeError, match="FIRST-LAST"):
+            module.span(wrong)
+    none = run_analysis("chasing", ["--sources", FIXTURES, "--competition", "Big Bash League"], monkeypatch, capsys)
+    assert none.startswith("0 matches scored")  # the fixtures' matches are the IPL's
 
 
 def test_the_teachers_trees_are_compared_on_the_fixture_matches(monkeypatch, capsys):

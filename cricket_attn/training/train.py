@@ -391,11 +391,13 @@ def report(
 
 
 def train(cfg: DictConfig) -> dict:
-    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends as `tracking.ending` says."""
+    """Fit, optionally refit, test, log. Returns the results; the MLflow run ends as `tracking.ending` says, and a
+    stop, tracked or not, leaves as KeyboardInterrupt (`tracking.stopping`)."""
     preflight(cfg)
     run = open_run(cfg)
     if not run.tracked:
-        return run_protocol(cfg, run)
+        with tracking.stopping():
+            return run_protocol(cfg, run)
     tracking.log_config(run.uri, run.run_id, cfg)
     with tracking.ending(run.uri, run.run_id), tracking.system_metrics(run.uri, run.run_id, resume=bool(cfg.resume)):
         results = run_protocol(cfg, run)

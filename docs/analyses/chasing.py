@@ -24,9 +24,12 @@ def span(text: str) -> tuple[int, int]:
     """`2008-2024` as (2008, 2024); one season as itself twice."""
     first, _, last = text.partition("-")
     try:
-        return int(first), int(last or first)
+        seasons = int(first), int(last or first)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a season or FIRST-LAST, as 2008-2024") from None
+        seasons = (1, 0)
+    if seasons[0] > seasons[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a season or FIRST-LAST, as 2008-2024")
+    return seasons
 
 
 def share(won: pd.Series, z: float = 1.96) -> dict:
@@ -51,13 +54,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default="ipl")
     p.add_argument("--sources", nargs="+", help="Cricsheet zips, folders or match files (default: the data config's)")
-    p.add_argument("--competition", help="only this competition's matches")
+    p.add_argument("--competition", action="append", help="only this competition's matches (again for more)")
     p.add_argument("--spans", type=span, nargs="*", default=[], help="spans of seasons, as 2008-2024")
     args = p.parse_args()
     tables = config_tables(args.data, args.sources)
-    _, games, left = games_at_the_toss(
-        tables.deliveries, tables.matches, [args.competition] if args.competition else None
-    )
+    _, games, left = games_at_the_toss(tables.deliveries, tables.matches, args.competition)
     print(f"{len(games)} matches scored; left out: {', '.join(f'{n} {why}' for why, n in left.items())}\n")
     print(markdown_table(chasing_shares(games, args.spans), digits=3))
 

@@ -558,9 +558,9 @@ def test_a_run_stopped_by_sigterm_mid_fit_is_killed_and_stops_as_an_interrupt(tm
 
 
 def test_the_command_stopped_says_in_one_line_how_the_run_continues(tmp_path, capsys, monkeypatch):
-    """`cricket-attn-train` stopped by SIGTERM mid-fit (or Ctrl-C): not a traceback but one line with the command
-    that continues it, and exit status 130; stopped before its run file is written, that there is nothing to
-    resume."""
+    """`cricket-attn-train` stopped by SIGTERM mid-fit (or Ctrl-C), tracked in MLflow or not: not a traceback (nor,
+    untracked, Lightning's exit with status 0) but one line with the command that continues it, and exit status
+    130; stopped before its run file is written, that there is nothing to resume."""
     import cricket_attn.training.train as train_module
     from cricket_attn.commands.train import main
 
@@ -568,6 +568,14 @@ def test_the_command_stopped_says_in_one_line_how_the_run_continues(tmp_path, ca
     with pytest.raises(SystemExit) as stopped:
         main(tiny_train_config(tmp_path, stop))
     folder = (tmp_path / "run").resolve()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"cricket-attn-train: stopped by SIGTERM; it continues with: cricket-attn-train resume={folder}"
+    )
+    # Untracked (no MLflow run to mark KILLED), Lightning alone would make SIGTERM a SystemExit with status 0.
+    with pytest.raises(SystemExit) as stopped:
+        main(tiny_train_config(tmp_path / "untracked", stop, "~logger"))
+    folder = (tmp_path / "untracked" / "run").resolve()
     assert stopped.value.code == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"cricket-attn-train: stopped by SIGTERM; it continues with: cricket-attn-train resume={folder}"
