@@ -163,8 +163,8 @@ def fit_stage(
 
 
 def whole_epochs(trainer: pl.Trainer) -> int:
-    """The epochs a fit trained to their last batch (one cut by `max_steps` or `max_time` part way through an
-    epoch counts it as done)."""
+    """The epochs a fit trained to their last batch (Lightning's epoch counter also counts one that `max_steps` or
+    `max_time` cut part way through)."""
     return trainer.current_epoch - (0 if trainer.fit_loop.epoch_loop.batch_progress.is_last_batch else 1)
 
 
