@@ -191,6 +191,15 @@ def binary_log_loss(p: np.ndarray, y: np.ndarray, floor: float) -> np.ndarray:
     return -(y * np.log(p) + (1 - y) * np.log(1 - p))
 
 
+def wilson_interval(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson's interval (95% by default) for a share `p` of `n` trials: within 0-1 however few; nan for none."""
+    if not n:
+        return np.nan, np.nan
+    scale = 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / scale, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / scale
+    return centre - half, centre + half
+
+
 def pinball(y: np.ndarray, q10: np.ndarray, q50: np.ndarray, q90: np.ndarray) -> np.ndarray:
     """The pinball loss of each forecast's 10/50/90% quantiles, averaged over the three."""
     total = 0

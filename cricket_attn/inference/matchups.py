@@ -27,7 +27,7 @@ import pandas as pd
 from cricket_attn.data.deliveries import PHASES
 from cricket_attn.data.features import entity_key, venue_key
 from cricket_attn.laws import N_OUTCOMES, OUTCOME_INDEX, OUTCOME_RUNS, outcome_codes
-from cricket_attn.metrics import PROB_COLUMNS, save_figure
+from cricket_attn.metrics import PROB_COLUMNS, save_figure, wilson_interval
 
 FIGURES = ("runs", "wicket", "boundary")  # a delivery's runs (extras in), P(wicket), P(4 or 6 off the bat)
 BOUNDARY = [OUTCOME_INDEX["4"], OUTCOME_INDEX["6"]]
@@ -148,10 +148,8 @@ def raw_record(d: pd.DataFrame, batter_key: str, bowler_key: str, before, phase:
         if figure == "runs":
             half = Z * x.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
             low, high = mean - half, mean + half
-        else:  # Wilson's interval for a chance
-            centre = (mean + Z**2 / (2 * n)) / (1 + Z**2 / n) if n else np.nan
-            half = Z * np.sqrt(mean * (1 - mean) / n + Z**2 / (4 * n**2)) / (1 + Z**2 / n) if n else np.nan
-            low, high = centre - half, centre + half
+        else:  # a chance
+            low, high = wilson_interval(mean, n, Z)
         out |= {f"raw_{figure}": mean, f"raw_{figure}_low": max(low, 0.0), f"raw_{figure}_high": high}
     return out
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
 import pandas as pd
 
 from cricket_attn.data.deliveries import config_tables
-from cricket_attn.metrics import markdown_table
+from cricket_attn.metrics import markdown_table, wilson_interval
 from cricket_attn.simulation.before_eval import games_at_the_toss
 
 
@@ -32,12 +31,11 @@ def span(text: str) -> tuple[int, int]:
     return seasons
 
 
-def share(won: pd.Series, z: float = 1.96) -> dict:
-    """The chasing side's share of `won` with Wilson's 95% interval (within 0-1 however few the matches)."""
+def share(won: pd.Series) -> dict:
+    """The chasing side's share of `won` with Wilson's 95% interval."""
     p, n = float(won.mean()), len(won)
-    centre, half = (p + z * z / (2 * n)), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    scale = 1 + z * z / n
-    return {"matches": n, "chasers_won": p, "ci_low": (centre - half) / scale, "ci_high": (centre + half) / scale}
+    low, high = wilson_interval(p, n)
+    return {"matches": n, "chasers_won": p, "ci_low": low, "ci_high": high}
 
 
 def chasing_shares(games: pd.DataFrame, spans: list[tuple[int, int]]) -> pd.DataFrame:
